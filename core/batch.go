@@ -1,0 +1,199 @@
+package core
+
+import "math"
+
+// BatchSize is the default number of records a batch holds (DESIGN.md,
+// hot-path rule 5: batches close on size or on a short linger).
+const BatchSize = 512
+
+// NoTime is the event time of a record that has none, and the watermark
+// before any has been seen.
+const NoTime = math.MinInt64
+
+// MaxWatermark is the watermark that ends event time: every window fires.
+const MaxWatermark = math.MaxInt64
+
+// Kind says what a batch carries: records, or one in-band control marker.
+type Kind uint8
+
+const (
+	// Data batches carry Len records.
+	Data Kind = iota
+	// Watermark markers carry event time Watermark (ns): no record with a
+	// smaller event time is expected any more.
+	Watermark
+	// Pulse markers carry no records; they only tell the merger that the
+	// channel has processed every record up to Progress.
+	Pulse
+	// Barrier markers carry checkpoint Epoch.
+	Barrier
+	// End marks end of stream: nothing follows it on that ring.
+	End
+)
+
+var kindNames = [...]string{"data", "watermark", "pulse", "barrier", "end"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Batch is a group of records of one schema, stored row-major, plus the
+// per-record metadata the runtime needs, or one control marker.
+//
+// Record i's fields are Vals[i*w : (i+1)*w] with w = Schema.Width(); Seq[i]
+// is its sequence number (set by the splitter), Hash[i] its key hash (set by
+// the splitter of a keyed region, xxhash of the key fields), Time[i] its
+// event time in ns (NoTime if none) and Pos[i] its position in the input
+// (file row or line, 1-based; 0 if unknown) for error messages.
+//
+// Ownership: a batch has one owner at a time. The owner may read and write
+// it, then either hands it on (Emitter.Emit, a ring push: ownership passes
+// with it) or calls Release. After either, it must not touch the batch.
+type Batch struct {
+	Kind   Kind
+	Schema *Schema
+	Len    int
+	Vals   []Value
+	Seq    []uint64
+	Hash   []uint64
+	Time   []int64
+	Pos    []int64
+
+	// Watermark is the event time (ns) of a Watermark marker.
+	Watermark int64
+	// Epoch is the checkpoint epoch of a Barrier marker.
+	Epoch uint64
+	// MarkSeq is the sequence number a marker holds in the splitter's order.
+	MarkSeq uint64
+	// Progress, on batches leaving a channel: the channel will never again
+	// emit a record with a sequence number ≤ Progress. 0 = no information.
+	Progress uint64
+	// Channel is the channel a batch left (set by the runtime for the merger).
+	Channel int
+
+	pooled bool
+}
+
+// NewBatch takes a data batch with room for BatchSize records from the
+// schema's pool. The caller owns it. Amortised, it does not allocate.
+func NewBatch(s *Schema) *Batch {
+	if b, ok := s.pool.Get().(*Batch); ok {
+		return b
+	}
+	w := s.Width()
+	return &Batch{
+		Schema: s,
+		Vals:   make([]Value, 0, BatchSize*w),
+		Seq:    make([]uint64, 0, BatchSize),
+		Hash:   make([]uint64, 0, BatchSize),
+		Time:   make([]int64, 0, BatchSize),
+		Pos:    make([]int64, 0, BatchSize),
+		pooled: true,
+	}
+}
+
+// markerSchema is the schema of marker batches: markers cross every edge,
+// whatever its schema, and carry no fields.
+var markerSchema = MustSchema()
+
+// NewMarker takes a marker batch of kind k (not Data) from the marker pool.
+// The caller owns it.
+func NewMarker(k Kind) *Batch {
+	b := NewBatch(markerSchema)
+	b.Kind = k
+	return b
+}
+
+// Release returns the batch to its schema's pool. The caller gives up
+// ownership. Release of a nil batch is a no-op.
+func (b *Batch) Release() {
+	if b == nil || !b.pooled {
+		return
+	}
+	b.Reset()
+	b.Schema.pool.Put(b)
+}
+
+// Reset empties the batch and makes it a Data batch again, keeping its
+// storage.
+func (b *Batch) Reset() {
+	clear(b.Vals) // drop string references so the GC can free them
+	b.Kind = Data
+	b.Len = 0
+	b.Vals = b.Vals[:0]
+	b.Seq = b.Seq[:0]
+	b.Hash = b.Hash[:0]
+	b.Time = b.Time[:0]
+	b.Pos = b.Pos[:0]
+	b.Watermark = 0
+	b.Epoch = 0
+	b.MarkSeq = 0
+	b.Progress = 0
+	b.Channel = 0
+}
+
+// Full reports whether the batch holds BatchSize records.
+func (b *Batch) Full() bool { return b.Len >= BatchSize }
+
+// Row returns record i's fields. The slice aliases the batch.
+func (b *Batch) Row(i int) []Value {
+	w := b.Schema.Width()
+	return b.Vals[i*w : (i+1)*w : (i+1)*w]
+}
+
+// Append adds a record with the given metadata and returns its fields, all
+// zero, to be filled by the caller. The slice aliases the batch.
+func (b *Batch) Append(seq, hash uint64, t, pos int64) []Value {
+	w := b.Schema.Width()
+	n := len(b.Vals)
+	if cap(b.Vals)-n < w {
+		b.Vals = append(b.Vals, make([]Value, w)...)
+	} else {
+		b.Vals = b.Vals[:n+w]
+	}
+	b.Seq = append(b.Seq, seq)
+	b.Hash = append(b.Hash, hash)
+	b.Time = append(b.Time, t)
+	b.Pos = append(b.Pos, pos)
+	b.Len++
+	return b.Vals[n : n+w : n+w]
+}
+
+// AppendFrom copies record i of src (same width) with its metadata.
+func (b *Batch) AppendFrom(src *Batch, i int) {
+	row := b.Append(src.Seq[i], src.Hash[i], src.Time[i], src.Pos[i])
+	copy(row, src.Row(i))
+}
+
+// Truncate keeps the first n records.
+func (b *Batch) Truncate(n int) {
+	w := b.Schema.Width()
+	clear(b.Vals[n*w:])
+	b.Vals = b.Vals[:n*w]
+	b.Seq = b.Seq[:n]
+	b.Hash = b.Hash[:n]
+	b.Time = b.Time[:n]
+	b.Pos = b.Pos[:n]
+	b.Len = n
+}
+
+// Move copies record i over record j (j ≤ i), metadata included: the step of
+// an in-place filter.
+func (b *Batch) Move(j, i int) {
+	if i == j {
+		return
+	}
+	w := b.Schema.Width()
+	copy(b.Vals[j*w:(j+1)*w], b.Vals[i*w:(i+1)*w])
+	b.Seq[j], b.Hash[j], b.Time[j], b.Pos[j] = b.Seq[i], b.Hash[i], b.Time[i], b.Pos[i]
+}
+
+// LastSeq is the sequence number that marks how far this batch reaches: the
+// last record's for data, MarkSeq for markers.
+func (b *Batch) LastSeq() uint64 {
+	if b.Kind == Data {
+		if b.Len == 0 {
+			return 0
+		}
+		return b.Seq[b.Len-1]
+	}
+	return b.MarkSeq
+}

@@ -1,0 +1,47 @@
+package core
+
+import "context"
+
+// Source produces the job's input as data batches. A source is driven by
+// one goroutine.
+type Source interface {
+	// Schema is the schema of the batches Next returns.
+	Schema() *Schema
+	// Next returns the next data batch, owned by the caller, with Len ≥ 1,
+	// Pos set to each record's input position (row or line, 1-based) and
+	// Seq, Hash and Time left zero (the runtime sets them). It returns
+	// (nil, io.EOF) at the end of a finite input. A source that waits for
+	// input (stdin, a rate-limited generator) returns what it has after at
+	// most Linger, so that latency stays bounded; it may then return a
+	// batch of fewer records. A malformed record goes through the
+	// ErrorPolicy given at construction; an error Next returns stops the
+	// job. Next returns ctx.Err() promptly when ctx is done.
+	Next(ctx context.Context) (*Batch, error)
+	// Close releases the input. Safe to call more than once.
+	Close() error
+}
+
+// Linger is how long a waiting source holds a partly filled batch before
+// handing it on (DESIGN.md, hot-path rule 5), in ns.
+const Linger = 100_000
+
+// Sink consumes the job's output. A sink is driven by one goroutine.
+type Sink interface {
+	// Open prepares the output for records of schema s (a file sink
+	// creates its temporary file and writes a header).
+	Open(s *Schema) error
+	// Write consumes one data batch. It borrows b: the caller releases it.
+	Write(b *Batch) error
+	// Close completes the output: a file sink flushes, fsyncs and renames
+	// its temporary file to the final name.
+	Close() error
+	// Abort discards the output after a failure: a file sink removes its
+	// temporary file and leaves any earlier final file untouched.
+	Abort()
+}
+
+// Sized is implemented by finite sources that know how many records they
+// will produce (e.g. a Parquet file's row count), for progress reports.
+type Sized interface {
+	Size() int64
+}

@@ -1,0 +1,158 @@
+package core
+
+import (
+	"sync/atomic"
+)
+
+// Operator turns batches of its input schema into batches of its output
+// schema, one batch per call (DESIGN.md, hot-path rule 2). An Operator
+// instance is used by one goroutine only; a parallel region holds one
+// instance per channel.
+type Operator interface {
+	// Process handles one data batch. It borrows in for the duration of the
+	// call: to pass it on (unchanged, or modified in place, e.g. filtered)
+	// it calls out.Emit(in), which takes ownership; otherwise the caller
+	// releases in after Process returns. Output records go to out.
+	// An error stops the job.
+	Process(in *Batch, out *Emitter) error
+	// Watermark tells the operator that event time reached wm (ns), at
+	// splitter sequence number seq; results it releases now go to out,
+	// stamped with seq, in a defined order (window end, then key). The
+	// runtime forwards the watermark after the call.
+	Watermark(wm int64, seq uint64, out *Emitter) error
+	// Finish is called once at end of stream (seq: the End marker's
+	// sequence number), after the last Watermark; the operator emits what it
+	// still holds.
+	Finish(seq uint64, out *Emitter) error
+}
+
+// Base gives an Operator no-op Watermark and Finish; embed it.
+type Base struct{}
+
+// Watermark does nothing.
+func (Base) Watermark(int64, uint64, *Emitter) error { return nil }
+
+// Finish does nothing.
+func (Base) Finish(uint64, *Emitter) error { return nil }
+
+// Env is what an operator instance learns about where it runs.
+type Env struct {
+	// Channel is the instance's channel index in a parallel region (0 outside one).
+	Channel int
+	// Channels is the region's channel count (1 outside one).
+	Channels int
+	// Errors applies the job's on_error policy.
+	Errors *ErrorPolicy
+}
+
+// OperatorDef is an operator bound to its input schema: what the job graph
+// knows before any instance exists. Definitions are built once per job
+// (expressions compiled, lookup tables loaded, state stores created) and
+// instantiated once per channel.
+type OperatorDef struct {
+	// Name is the operator's name in reports and errors.
+	Name string
+	// Out is the output schema.
+	Out *Schema
+	// New makes one instance.
+	New func(env Env) (Operator, error)
+	// Order, for an operator that can emit several records at one sequence
+	// number (a window firing), compares two such records (window end, then
+	// key) so that the merger interleaves channels deterministically; nil
+	// for operators whose output records keep their input's sequence
+	// numbers.
+	Order func(a, b []Value) int
+	// Stats, if set, adds operator-specific figures to the final report
+	// (e.g. cache hits); called after the job ends.
+	Stats func() map[string]int64
+}
+
+// Counters are an operator's record counts, summed over its instances.
+// They are updated once per batch with atomics, so a reporter may read them
+// while the job runs.
+type Counters struct {
+	In, Out atomic.Int64
+}
+
+// Emitter receives an operator's output and hands it downstream: to the
+// next fused operator (a direct call) or to the stage's output (a ring).
+// It is not safe for concurrent use.
+type Emitter struct {
+	schema    *Schema
+	cur       *Batch
+	next      func(*Batch) error
+	forwarded *Batch
+	err       error
+	counters  *Counters
+}
+
+// NewEmitter returns an emitter of output schema s whose batches go to next.
+// counters may be nil.
+func NewEmitter(s *Schema, next func(*Batch) error, counters *Counters) *Emitter {
+	return &Emitter{schema: s, next: next, counters: counters}
+}
+
+// Schema is the output schema.
+func (e *Emitter) Schema() *Schema { return e.schema }
+
+// Append adds an output record with the given metadata (sequence number,
+// key hash, event time in ns, input position) and returns its fields to be
+// filled before the next call on e. When the current output batch is full,
+// it is handed downstream first; a downstream error is kept and returned by
+// Flush (and by Err).
+func (e *Emitter) Append(seq, hash uint64, t, pos int64) []Value {
+	if e.cur == nil {
+		e.cur = NewBatch(e.schema)
+	} else if e.cur.Full() {
+		e.send()
+		e.cur = NewBatch(e.schema)
+	}
+	return e.cur.Append(seq, hash, t, pos)
+}
+
+// Emit hands a whole batch downstream, after whatever Append built so far.
+// Ownership of b passes to the emitter.
+func (e *Emitter) Emit(b *Batch) error {
+	e.forwarded = b
+	if e.cur != nil {
+		e.send()
+	}
+	if e.err != nil {
+		b.Release()
+		return e.err
+	}
+	if b.Kind == Data && b.Len == 0 {
+		b.Release()
+		return nil
+	}
+	if e.counters != nil && b.Kind == Data {
+		e.counters.Out.Add(int64(b.Len))
+	}
+	e.err = e.next(b)
+	return e.err
+}
+
+// Flush hands the batch being built downstream and returns the first
+// downstream error seen.
+func (e *Emitter) Flush() error {
+	if e.cur != nil {
+		e.send()
+	}
+	return e.err
+}
+
+// Err returns the first downstream error seen.
+func (e *Emitter) Err() error { return e.err }
+
+func (e *Emitter) send() {
+	b := e.cur
+	e.cur = nil
+	if e.err != nil || b.Len == 0 {
+		b.Release()
+		return
+	}
+	if e.counters != nil {
+		e.counters.Out.Add(int64(b.Len))
+	}
+	e.err = e.next(b)
+}

@@ -1,0 +1,226 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Type is the type of a field.
+type Type uint8
+
+// The field types. Timestamps are nanoseconds since the Unix epoch, UTC.
+const (
+	Invalid Type = iota
+	Int64
+	Float64
+	String
+	Bool
+	Timestamp
+)
+
+var typeNames = [...]string{"invalid", "int64", "float64", "string", "bool", "timestamp"}
+
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// ParseType maps a type name as written in job.yaml ("int64", "int",
+// "float64", "float", "double", "string", "bool", "timestamp") to a Type.
+func ParseType(s string) (Type, error) {
+	switch s {
+	case "int64", "int", "long":
+		return Int64, nil
+	case "float64", "float", "double":
+		return Float64, nil
+	case "string":
+		return String, nil
+	case "bool", "boolean":
+		return Bool, nil
+	case "timestamp", "time":
+		return Timestamp, nil
+	}
+	return Invalid, fmt.Errorf("unknown type %q (expected int64, float64, string, bool or timestamp)", s)
+}
+
+// Value is one field of a record: 24 bytes, no pointer except the string's.
+// The field's Type (from the schema) says which accessor is meaningful:
+// Int64, Bool and Timestamp use the integer word, Float64 stores its IEEE bits
+// there, String uses the string. Values are plain data: copying one copies
+// the string header, never the bytes.
+type Value struct {
+	n uint64
+	s string
+}
+
+// IntValue returns an Int64 value.
+func IntValue(i int64) Value { return Value{n: uint64(i)} }
+
+// FloatValue returns a Float64 value.
+func FloatValue(f float64) Value { return Value{n: math.Float64bits(f)} }
+
+// StringValue returns a String value. The string is referenced, not copied.
+func StringValue(s string) Value { return Value{s: s} }
+
+// BoolValue returns a Bool value.
+func BoolValue(b bool) Value {
+	if b {
+		return Value{n: 1}
+	}
+	return Value{}
+}
+
+// TimeValue returns a Timestamp value from nanoseconds since the Unix epoch.
+func TimeValue(ns int64) Value { return Value{n: uint64(ns)} }
+
+// Int returns the value of an Int64 or Timestamp field.
+func (v Value) Int() int64 { return int64(v.n) }
+
+// Float returns the value of a Float64 field.
+func (v Value) Float() float64 { return math.Float64frombits(v.n) }
+
+// Str returns the value of a String field.
+func (v Value) Str() string { return v.s }
+
+// Bool returns the value of a Bool field.
+func (v Value) Bool() bool { return v.n != 0 }
+
+// Time returns a Timestamp field as nanoseconds since the Unix epoch.
+func (v Value) Time() int64 { return int64(v.n) }
+
+// Any boxes the value as the Go value of type t (int64, float64, string, bool,
+// time.Time). It allocates; it is for edges (expressions, JSON), not the hot
+// path.
+func (v Value) Any(t Type) any {
+	switch t {
+	case Int64:
+		return v.Int()
+	case Float64:
+		return v.Float()
+	case String:
+		return v.s
+	case Bool:
+		return v.Bool()
+	case Timestamp:
+		return time.Unix(0, v.Time()).UTC()
+	}
+	return nil
+}
+
+// Compare orders two values of type t: -1, 0 or +1. Floats order NaN first.
+func Compare(t Type, a, b Value) int {
+	switch t {
+	case Float64:
+		x, y := a.Float(), b.Float()
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		case x == y:
+			return 0
+		case math.IsNaN(x) && !math.IsNaN(y):
+			return -1
+		case !math.IsNaN(x) && math.IsNaN(y):
+			return 1
+		}
+		return 0
+	case String:
+		switch {
+		case a.s < b.s:
+			return -1
+		case a.s > b.s:
+			return 1
+		}
+		return 0
+	case Bool:
+		return cmpInt(int64(a.n), int64(b.n))
+	default:
+		return cmpInt(int64(a.n), int64(b.n))
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// AppendText appends the text form of v (of type t) to dst: integers in
+// decimal, floats in the shortest form that round-trips, timestamps in
+// RFC 3339 UTC (with fractional seconds only when non-zero), bools as
+// true/false, strings as they are. It does not allocate when dst has room.
+func AppendText(dst []byte, t Type, v Value) []byte {
+	switch t {
+	case Int64:
+		return strconv.AppendInt(dst, v.Int(), 10)
+	case Float64:
+		return strconv.AppendFloat(dst, v.Float(), 'g', -1, 64)
+	case String:
+		return append(dst, v.s...)
+	case Bool:
+		return strconv.AppendBool(dst, v.Bool())
+	case Timestamp:
+		return time.Unix(0, v.Time()).UTC().AppendFormat(dst, time.RFC3339Nano)
+	}
+	return dst
+}
+
+// ParseValue parses the text form of a value of type t. Timestamps accept
+// RFC 3339 (with or without fractional seconds), "2006-01-02 15:04:05",
+// a date "2006-01-02", or an integer number of nanoseconds since the epoch.
+// A String value references s itself.
+func ParseValue(t Type, s string) (Value, error) {
+	switch t {
+	case Int64:
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return Value{}, fmt.Errorf("%q is not an int64", s)
+		}
+		return IntValue(i), nil
+	case Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return Value{}, fmt.Errorf("%q is not a float64", s)
+		}
+		return FloatValue(f), nil
+	case String:
+		return StringValue(s), nil
+	case Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return Value{}, fmt.Errorf("%q is not a bool", s)
+		}
+		return BoolValue(b), nil
+	case Timestamp:
+		ns, err := ParseTime(s)
+		if err != nil {
+			return Value{}, err
+		}
+		return TimeValue(ns), nil
+	}
+	return Value{}, fmt.Errorf("cannot parse a %s", t)
+}
+
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}
+
+// ParseTime parses a timestamp (see ParseValue) into ns since the epoch, UTC.
+func ParseTime(s string) (int64, error) {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UnixNano(), nil
+		}
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i, nil
+	}
+	return 0, fmt.Errorf("%q is not a timestamp (expected RFC 3339, \"2006-01-02 15:04:05\", a date, or ns since the epoch)", s)
+}
