@@ -1,0 +1,322 @@
+package order
+
+// Tie orders two records with equal sequence numbers from different
+// channels: record i of batch a against record j of batch b; negative if
+// a's comes first. nil means "by channel index".
+type Tie[B any] func(a B, i int, b B, j int) int
+
+// StepKind says what a Step carries.
+type StepKind uint8
+
+const (
+	// Run: records From..To-1 of Batch, from Channel, come next.
+	Run StepKind = iota + 1
+	// Marker: every channel delivered the same marker; Markers holds the
+	// copies, one per channel, in channel order.
+	Marker
+)
+
+// Step is one decision of the merger.
+type Step[B any] struct {
+	Kind    StepKind
+	Channel int
+	Batch   B
+	From    int
+	To      int
+	// Done: the merger is finished with Batch; the caller owns it again
+	// (for Run: after emitting the range; for Marker: all copies).
+	Done    bool
+	Markers []B
+}
+
+type item[B any] struct {
+	b      B
+	seqs   []uint64 // data: one per record; nil for a marker
+	marker bool
+	seq    uint64 // marker's sequence number
+	pos    int    // next record to emit
+}
+
+type input[B any] struct {
+	q        []item[B]
+	head     int    // index of the head item in q
+	progress uint64 // the channel will never again emit a seq ≤ progress
+}
+
+func (in *input[B]) empty() bool { return in.head == len(in.q) }
+
+// Merger interleaves the outputs of N channels in sequence order, or, when
+// built unordered, in arrival order with markers still aligned. It is not
+// safe for concurrent use.
+type Merger[B any] struct {
+	in      []input[B]
+	tie     Tie[B]
+	ordered bool
+	markers []B
+	rr      int
+}
+
+// New returns a merger of n channels. tie may be nil.
+func New[B any](n int, ordered bool, tie Tie[B]) *Merger[B] {
+	return &Merger[B]{in: make([]input[B], n), tie: tie, ordered: ordered, markers: make([]B, n)}
+}
+
+// Channels is the number of inputs.
+func (m *Merger[B]) Channels() int { return len(m.in) }
+
+// PushData queues a data batch from channel ch whose records carry seqs
+// (in non-decreasing order; the slice must stay valid until the batch is
+// Done), and the channel's progress as of this batch (0 = none). Empty
+// batches are allowed: they carry only progress and are Done at once
+// (returned by the next Step).
+func (m *Merger[B]) PushData(ch int, b B, seqs []uint64, progress uint64) {
+	in := &m.in[ch]
+	in.q = append(in.q, item[B]{b: b, seqs: seqs})
+	if progress > in.progress {
+		in.progress = progress
+	}
+}
+
+// PushMarker queues a marker with sequence number seq from channel ch.
+func (m *Merger[B]) PushMarker(ch int, b B, seq uint64) {
+	in := &m.in[ch]
+	in.q = append(in.q, item[B]{b: b, marker: true, seq: seq})
+	if seq > in.progress {
+		in.progress = seq
+	}
+}
+
+// Progress records that channel ch will never again emit a seq ≤ p (a
+// pulse).
+func (m *Merger[B]) Progress(ch int, p uint64) {
+	if p > m.in[ch].progress {
+		m.in[ch].progress = p
+	}
+}
+
+// Pending reports how many items are queued over all channels.
+func (m *Merger[B]) Pending() int {
+	n := 0
+	for i := range m.in {
+		n += len(m.in[i].q) - m.in[i].head
+	}
+	return n
+}
+
+func (in *input[B]) pop() {
+	var zero item[B]
+	in.q[in.head] = zero
+	in.head++
+	if in.head == len(in.q) {
+		in.q = in.q[:0]
+		in.head = 0
+	}
+}
+
+// Next returns the next step, or false when nothing can be decided until
+// more arrives. The caller carries the step out before calling Next again.
+func (m *Merger[B]) Next() (Step[B], bool) {
+	// Batches with no records left to emit are handed back first.
+	for c := range m.in {
+		in := &m.in[c]
+		if !in.empty() {
+			it := &in.q[in.head]
+			if !it.marker && it.pos >= len(it.seqs) {
+				b := it.b
+				in.pop()
+				return Step[B]{Kind: Run, Channel: c, Batch: b, Done: true}, true
+			}
+		}
+	}
+	if !m.ordered {
+		return m.nextUnordered()
+	}
+	// The channel whose head comes first.
+	best := -1
+	for c := range m.in {
+		if m.in[c].empty() {
+			continue
+		}
+		if best < 0 || m.less(c, best) {
+			best = c
+		}
+	}
+	if best < 0 {
+		return Step[B]{}, false
+	}
+	bi := &m.in[best]
+	h := &bi.q[bi.head]
+	if h.marker {
+		return m.align(h.seq)
+	}
+	// Records of best's head batch may go while no other channel can still
+	// deliver something ordered before them.
+	from := h.pos
+	to := from
+	limit := m.limit(best)
+	for to < len(h.seqs) && h.seqs[to] < limit {
+		to++
+	}
+	for to < len(h.seqs) && m.mayEmit(best, h, to) {
+		to++
+	}
+	if to == from {
+		return Step[B]{}, false
+	}
+	h.pos = to
+	st := Step[B]{Kind: Run, Channel: best, Batch: h.b, From: from, To: to}
+	if to == len(h.seqs) {
+		st.Done = true
+		bi.pop()
+	}
+	return st, true
+}
+
+// limit is a sequence number below which channel c's records may go without
+// a closer look: nothing another channel holds or can send orders before it.
+func (m *Merger[B]) limit(c int) uint64 {
+	lim := ^uint64(0)
+	for d := range m.in {
+		if d == c {
+			continue
+		}
+		in := &m.in[d]
+		var l uint64
+		switch {
+		case in.empty():
+			l = in.progress + 1
+		case in.q[in.head].marker:
+			l = in.q[in.head].seq + 1
+		default:
+			o := &in.q[in.head]
+			l = o.seqs[o.pos]
+		}
+		if l < lim {
+			lim = l
+		}
+	}
+	return lim
+}
+
+// mayEmit: record r of channel c's head item h comes before anything any
+// other channel holds or can still send.
+func (m *Merger[B]) mayEmit(c int, h *item[B], r int) bool {
+	s := h.seqs[r]
+	for d := range m.in {
+		if d == c {
+			continue
+		}
+		in := &m.in[d]
+		if in.empty() {
+			if s > in.progress {
+				return false
+			}
+			continue
+		}
+		o := &in.q[in.head]
+		if o.marker {
+			if s > o.seq {
+				return false
+			}
+			continue
+		}
+		os := o.seqs[o.pos]
+		if s < os {
+			continue
+		}
+		if s > os || m.tieCmp(h.b, r, c, o.b, o.pos, d) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// less orders the heads of two non-empty channels.
+func (m *Merger[B]) less(c, d int) bool {
+	a, b := &m.in[c].q[m.in[c].head], &m.in[d].q[m.in[d].head]
+	as, bs := a.seq, b.seq
+	if !a.marker {
+		as = a.seqs[a.pos]
+	}
+	if !b.marker {
+		bs = b.seqs[b.pos]
+	}
+	if as != bs {
+		return as < bs
+	}
+	switch {
+	case a.marker && b.marker:
+		return c < d
+	case a.marker:
+		return false // records at a marker's seq come before it
+	case b.marker:
+		return true
+	}
+	return m.tieCmp(a.b, a.pos, c, b.b, b.pos, d) < 0
+}
+
+func (m *Merger[B]) tieCmp(a B, i, c int, b B, j, d int) int {
+	if m.tie != nil {
+		if x := m.tie(a, i, b, j); x != 0 {
+			return x
+		}
+	}
+	switch {
+	case c < d:
+		return -1
+	case c > d:
+		return 1
+	}
+	return 0
+}
+
+// align releases the marker with sequence number seq if every channel's head
+// is that marker.
+func (m *Merger[B]) align(seq uint64) (Step[B], bool) {
+	for c := range m.in {
+		in := &m.in[c]
+		if in.empty() {
+			return Step[B]{}, false
+		}
+		h := &in.q[in.head]
+		if !h.marker || h.seq != seq {
+			return Step[B]{}, false
+		}
+	}
+	for c := range m.in {
+		in := &m.in[c]
+		m.markers[c] = in.q[in.head].b
+		in.pop()
+	}
+	return Step[B]{Kind: Marker, Markers: m.markers, Done: true}, true
+}
+
+// nextUnordered hands out whole batches in arrival order per channel,
+// round-robin over channels, holding each channel at its next marker until
+// all channels reach it.
+func (m *Merger[B]) nextUnordered() (Step[B], bool) {
+	n := len(m.in)
+	var markerSeq uint64
+	atMarker := 0
+	for k := 0; k < n; k++ {
+		c := (m.rr + k) % n
+		in := &m.in[c]
+		if in.empty() {
+			continue
+		}
+		h := &in.q[in.head]
+		if h.marker {
+			atMarker++
+			markerSeq = h.seq
+			continue
+		}
+		m.rr = (c + 1) % n
+		st := Step[B]{Kind: Run, Channel: c, Batch: h.b, From: h.pos, To: len(h.seqs), Done: true}
+		in.pop()
+		return st, true
+	}
+	if atMarker == n {
+		return m.align(markerSeq)
+	}
+	return Step[B]{}, false
+}
