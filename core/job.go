@@ -1,0 +1,74 @@
+package core
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Job is a runnable job graph: a source, operators before the parallel
+// region, the region, operators after it, and a sink. Each OperatorDef is
+// bound to the schema its predecessor produces (the job loader does that).
+type Job struct {
+	Name      string
+	Source    Source
+	EventTime EventTime
+	Pre       []OperatorDef
+	// Region is the parallel region; nil runs the whole job on one stage.
+	Region *Region
+	Post   []OperatorDef
+	Sink   Sink
+	Errors *ErrorPolicy
+	// RingSize is the capacity of every ring, in batches (default 64).
+	RingSize int
+	// Placer pins stage goroutines to cores; nil runs them unpinned.
+	Placer Placer
+	Log    *slog.Logger
+}
+
+// EventTime says where records' event time comes from and how watermarks
+// are generated (bounded out-of-orderness).
+type EventTime struct {
+	// Field is the source field holding event time ("" = none): a
+	// timestamp field, or an int64 field counted in Unit.
+	Field string
+	// Unit is the length of one int64 unit in ns (default 1 ms).
+	Unit int64
+	// MaxOutOfOrder is how far behind the largest event time seen a record
+	// may still arrive, in ns: the watermark is max - MaxOutOfOrder - 1.
+	MaxOutOfOrder int64
+}
+
+// Region is a parallel region: operators replicated into Channels channels
+// behind a splitter and in front of a merger.
+type Region struct {
+	// Channels is the channel count (≥ 1).
+	Channels int
+	// Key lists the fields records are partitioned by (xxhash → key group
+	// → owning channel); empty means a stateless region fed round-robin.
+	Key []string
+	// Groups is the number of key groups (a power of two; default 4096).
+	Groups int
+	// Unordered lets the merger emit channels' outputs in arrival order.
+	Unordered bool
+	Ops       []OperatorDef
+}
+
+// Placer decides where stage goroutines run. Place is called on the
+// stage's goroutine before it starts and returns a function that undoes it.
+// stage is "source", "merger" or "channel"; index is the channel.
+type Placer interface {
+	Place(stage string, index int) (release func())
+}
+
+func (j *Job) validate() error {
+	if j.Source == nil {
+		return fmt.Errorf("job %q: no source", j.Name)
+	}
+	if j.Sink == nil {
+		return fmt.Errorf("job %q: no sink", j.Name)
+	}
+	if j.Region != nil && j.Region.Channels < 1 {
+		return fmt.Errorf("job %q: a region needs at least 1 channel, not %d", j.Name, j.Region.Channels)
+	}
+	return nil
+}

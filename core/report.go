@@ -1,0 +1,66 @@
+package core
+
+import "time"
+
+// Report is what a finished (or stopped) job says about itself.
+type Report struct {
+	Job         string
+	Wall        time.Duration
+	RecordsIn   int64 // records read from the source
+	RecordsOut  int64 // records written to the sink
+	Operators   []OperatorReport
+	Channels    []ChannelReport
+	Skipped     int64 // malformed records skipped (on_error: skip)
+	DeadLetters int64 // malformed records written to the dead-letter file
+	Late        int64 // records that arrived after their windows fired
+	Interrupted bool
+}
+
+// OperatorReport gives one operator's record counts, summed over channels.
+type OperatorReport struct {
+	Name  string
+	Stage string // "pre", "region" or "post"
+	In    int64
+	Out   int64
+	Stats map[string]int64
+}
+
+// ChannelReport gives one channel's counters.
+type ChannelReport struct {
+	Records   int64
+	BusyNs    int64
+	BlockedNs int64 // ns the splitter was blocked on this channel's full ring
+}
+
+// Throughput is records read per second of wall time.
+func (r *Report) Throughput() float64 {
+	if r.Wall <= 0 {
+		return 0
+	}
+	return float64(r.RecordsIn) / r.Wall.Seconds()
+}
+
+func (r *run) report(wall time.Duration, pre, region, post []*Counters) *Report {
+	rep := &Report{Job: r.job.Name, Wall: wall, RecordsIn: r.recordsIn.Load(), RecordsOut: r.recOut.Load(),
+		Skipped: r.job.Errors.Skipped.Load(), DeadLetters: r.job.Errors.DeadLettered.Load() + r.job.Errors.LateDeadLettered.Load(),
+		Late: r.job.Errors.Late.Load()}
+	add := func(stage string, defs []OperatorDef, cs []*Counters) {
+		for i, d := range defs {
+			or := OperatorReport{Name: d.Name, Stage: stage, In: cs[i].In.Load(), Out: cs[i].Out.Load()}
+			if d.Stats != nil {
+				or.Stats = d.Stats()
+			}
+			rep.Operators = append(rep.Operators, or)
+		}
+	}
+	add("pre", r.job.Pre, pre)
+	if r.job.Region != nil {
+		add("region", r.job.Region.Ops, region)
+		for c := range r.chanStats {
+			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
+				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.splitter.blocked[c].Load()})
+		}
+	}
+	add("post", r.job.Post, post)
+	return rep
+}

@@ -1,0 +1,524 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamd/kvstate"
+	"streamd/order"
+	"streamd/ring"
+)
+
+// ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
+// the job stopped early and its file output was discarded.
+var ErrInterrupted = errors.New("interrupted")
+
+// DefaultRingSize is the capacity of each ring, in batches.
+const DefaultRingSize = 64
+
+// run is one execution of a Job.
+type run struct {
+	job    *Job
+	log    *slog.Logger
+	cancel context.CancelFunc
+
+	errMu sync.Mutex
+	err   error
+
+	pre, post         []instance
+	region            [][]instance // per channel
+	splitter          *splitter
+	ins, outs         []*ring.SPSC[*Batch]
+	bell              *doorbell
+	chanStats         []ChannelStats
+	regionOut         *Schema
+	recordsIn, recOut atomic.Int64
+}
+
+type instance struct {
+	def      OperatorDef
+	op       Operator
+	counters *Counters
+}
+
+// ChannelStats are one channel's counters, updated once per batch.
+type ChannelStats struct {
+	Records atomic.Int64 // records processed
+	BusyNs  atomic.Int64 // ns inside operators, waits excluded
+}
+
+func (r *run) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+	r.cancel()
+}
+
+func (r *run) firstErr() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+func instantiate(defs []OperatorDef, env Env, counters []*Counters) ([]instance, error) {
+	out := make([]instance, len(defs))
+	for i, d := range defs {
+		op, err := d.New(env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		out[i] = instance{def: d, op: op, counters: counters[i]}
+	}
+	return out, nil
+}
+
+func newCounters(n int) []*Counters {
+	cs := make([]*Counters, n)
+	for i := range cs {
+		cs[i] = new(Counters)
+	}
+	return cs
+}
+
+func chainOf(insts []instance, final func(*Batch) error) *Chain {
+	ops := make([]Operator, len(insts))
+	outs := make([]*Schema, len(insts))
+	cs := make([]*Counters, len(insts))
+	for i, in := range insts {
+		ops[i], outs[i], cs[i] = in.op, in.def.Out, in.counters
+	}
+	return NewChain(ops, outs, cs, final)
+}
+
+func outSchema(in *Schema, defs []OperatorDef) *Schema {
+	if len(defs) == 0 {
+		return in
+	}
+	return defs[len(defs)-1].Out
+}
+
+// Run executes the job until its source ends, an error stops it, or ctx is
+// cancelled (then it returns ErrInterrupted, wrapped). On success the sink
+// is closed (file output committed); on failure it is aborted. The report
+// is returned in every case.
+func Run(ctx context.Context, job *Job) (*Report, error) {
+	if err := job.validate(); err != nil {
+		return nil, err
+	}
+	if job.Errors == nil {
+		job.Errors, _ = NewErrorPolicy(Fail, "")
+	}
+	if job.RingSize == 0 {
+		job.RingSize = DefaultRingSize
+	}
+	r := &run{job: job, log: job.Log, bell: newDoorbell()}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	start := time.Now()
+
+	env := Env{Channel: 0, Channels: 1, Errors: job.Errors}
+	preCounters, postCounters := newCounters(len(job.Pre)), newCounters(len(job.Post))
+	var err error
+	if r.pre, err = instantiate(job.Pre, env, preCounters); err != nil {
+		return nil, err
+	}
+	if r.post, err = instantiate(job.Post, env, postCounters); err != nil {
+		return nil, err
+	}
+	splitIn := outSchema(job.Source.Schema(), job.Pre)
+	sinkIn := splitIn
+	var regionCounters []*Counters
+	if reg := job.Region; reg != nil {
+		if reg.Groups == 0 {
+			reg.Groups = kvstate.DefaultGroups
+		}
+		if err := kvstate.CheckGroups(reg.Groups); err != nil {
+			return nil, err
+		}
+		n := reg.Channels
+		regionCounters = newCounters(len(reg.Ops))
+		r.region = make([][]instance, n)
+		for c := 0; c < n; c++ {
+			if r.region[c], err = instantiate(reg.Ops, Env{Channel: c, Channels: n, Errors: job.Errors}, regionCounters); err != nil {
+				return nil, err
+			}
+		}
+		r.ins, r.outs = make([]*ring.SPSC[*Batch], n), make([]*ring.SPSC[*Batch], n)
+		for c := 0; c < n; c++ {
+			if r.ins[c], err = ring.New[*Batch](job.RingSize); err != nil {
+				return nil, err
+			}
+			if r.outs[c], err = ring.New[*Batch](job.RingSize); err != nil {
+				return nil, err
+			}
+		}
+		if r.splitter, err = newSplitter(r.ins, splitIn, reg); err != nil {
+			return nil, err
+		}
+		r.chanStats = make([]ChannelStats, n)
+		r.regionOut = outSchema(splitIn, reg.Ops)
+		sinkIn = r.regionOut
+	}
+	sinkIn = outSchema(sinkIn, job.Post)
+	timeField, timeUnit := -1, int64(1)
+	if f := job.EventTime.Field; f != "" {
+		s := job.Source.Schema()
+		if timeField, err = s.Lookup(f); err != nil {
+			return nil, fmt.Errorf("event time: %w", err)
+		}
+		switch s.Fields[timeField].Type {
+		case Timestamp:
+		case Int64:
+			timeUnit = job.EventTime.Unit
+			if timeUnit <= 0 {
+				timeUnit = int64(time.Millisecond)
+			}
+		default:
+			return nil, fmt.Errorf("event time field %q is a %s, not a timestamp or int64", f, s.Fields[timeField].Type)
+		}
+	}
+	if err := job.Sink.Open(sinkIn); err != nil {
+		return nil, err
+	}
+
+	// The sink end: post-region operators, then the sink.
+	postChain := chainOf(r.post, func(b *Batch) error {
+		defer b.Release()
+		if b.Kind != Data {
+			return nil
+		}
+		r.recOut.Add(int64(b.Len))
+		return job.Sink.Write(b)
+	})
+	var wg sync.WaitGroup
+	var head func(*Batch) error
+	if job.Region == nil {
+		head = postChain.Push
+	} else {
+		head = r.splitter.route
+		for c := range r.region {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.channel(c)
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.merge(postChain)
+		}()
+	}
+	preChain := chainOf(r.pre, head)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.source(ctx, preChain, timeField, timeUnit)
+	}()
+	wg.Wait()
+
+	err = r.firstErr()
+	if err == nil {
+		err = job.Sink.Close()
+	} else {
+		job.Sink.Abort()
+	}
+	if cerr := job.Errors.Close(); err == nil {
+		err = cerr
+	}
+	job.Source.Close()
+	rep := r.report(time.Since(start), preCounters, regionCounters, postCounters)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		rep.Interrupted = true
+		err = fmt.Errorf("%w: stopped after %d records", ErrInterrupted, rep.RecordsIn)
+	}
+	return rep, err
+}
+
+// source is the first stage: it reads batches, stamps event time, emits
+// watermarks (bounded out-of-orderness) and feeds the pre-region chain,
+// whose last step is the splitter.
+func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64) {
+	if p := r.job.Placer; p != nil {
+		defer p.Place("source", 0)()
+	}
+	maxT, lastWM := int64(NoTime), int64(NoTime)
+	bound := r.job.EventTime.MaxOutOfOrder
+	var err error
+	for {
+		var b *Batch
+		b, err = r.job.Source.Next(ctx)
+		if err != nil {
+			break
+		}
+		r.recordsIn.Add(int64(b.Len))
+		if timeField >= 0 {
+			w := b.Schema.Width()
+			for i := 0; i < b.Len; i++ {
+				t := b.Vals[i*w+timeField].Int() * unit
+				b.Time[i] = t
+				if t > maxT {
+					maxT = t
+				}
+			}
+		}
+		if err = pre.Push(b); err != nil {
+			break
+		}
+		if maxT != NoTime {
+			if wm := maxT - bound - 1; wm > lastWM {
+				lastWM = wm
+				m := NewMarker(Watermark)
+				m.Watermark = wm
+				if err = pre.Push(m); err != nil {
+					break
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+			break
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = pre.Push(NewMarker(End))
+	}
+	if err != nil {
+		r.fail(err)
+		for _, in := range r.ins {
+			in.Close()
+		}
+	}
+}
+
+// channel runs channel c of the region: pop, process through the fused
+// region operators, push to the merger's ring.
+func (r *run) channel(c int) {
+	if p := r.job.Placer; p != nil {
+		defer p.Place("channel", c)()
+	}
+	in, out := r.ins[c], r.outs[c]
+	stats := &r.chanStats[c]
+	var pending *Batch
+	var progress uint64
+	idle := 0
+	send := func(b *Batch) error {
+		b.Channel = c
+		if _, err := out.Push(b); err != nil {
+			b.Release()
+			return err
+		}
+		r.bell.ring()
+		return nil
+	}
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		b := pending
+		pending = nil
+		b.Progress = progress
+		idle = 0
+		return send(b)
+	}
+	chain := chainOf(r.region[c], func(b *Batch) error {
+		if b.Kind == Data {
+			if pending != nil {
+				if err := send(pending); err != nil {
+					b.Release()
+					return err
+				}
+			}
+			b.Progress = progress
+			pending = b
+			return nil
+		}
+		if err := flush(); err != nil {
+			b.Release()
+			return err
+		}
+		idle = 0
+		return send(b)
+	})
+	defer func() {
+		out.Close()
+		r.bell.ring()
+	}()
+	for {
+		b, err := in.Pop()
+		if err != nil {
+			return // closed without End: the source failed and said so
+		}
+		kind, last, n := b.Kind, b.LastSeq(), b.Len
+		t0 := time.Now()
+		err = chain.Push(b)
+		if kind == Data {
+			stats.BusyNs.Add(int64(time.Since(t0)))
+			stats.Records.Add(int64(n))
+		}
+		if err == nil && kind == Data {
+			progress = last
+			if pending != nil {
+				err = flush()
+			} else if idle++; idle >= pulseEvery {
+				idle = 0
+				m := NewMarker(Pulse)
+				m.MarkSeq = progress
+				err = send(m)
+			}
+		} else if kind != Data && last > progress {
+			progress = last
+		}
+		if err != nil {
+			if !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
+				r.fail(fmt.Errorf("channel %d: %w", c, err))
+			}
+			in.Cancel()
+			return
+		}
+		if kind == End {
+			return
+		}
+	}
+}
+
+// merge is the last stage: it drains every channel's ring into the merger,
+// carries out its steps through the post-region chain to the sink.
+func (r *run) merge(post *Chain) {
+	if p := r.job.Placer; p != nil {
+		defer p.Place("merger", 0)()
+	}
+	n := len(r.outs)
+	reg := r.job.Region
+	var tie order.Tie[*Batch]
+	if last := len(reg.Ops) - 1; last >= 0 && reg.Ops[last].Order != nil {
+		cmp := reg.Ops[last].Order
+		tie = func(a *Batch, i int, b *Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
+	}
+	m := order.New[*Batch](n, !reg.Unordered, tie)
+	ended := make([]bool, n)
+	buf := make([]*Batch, 64)
+	var cur *Batch
+	stop := func(err error) {
+		if err != nil {
+			r.fail(err)
+		}
+		for _, o := range r.outs {
+			o.Cancel()
+		}
+		cur.Release()
+	}
+	flushCur := func() error {
+		if cur == nil || cur.Len == 0 {
+			return nil
+		}
+		b := cur
+		cur = nil
+		return post.Push(b)
+	}
+	ready := func() bool {
+		for c, o := range r.outs {
+			if o.Len() > 0 || (o.Closed() && !ended[c]) {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		got := false
+		for c, o := range r.outs {
+			k := o.TryPopN(buf)
+			for _, b := range buf[:k] {
+				got = true
+				switch b.Kind {
+				case Data:
+					m.PushData(c, b, b.Seq[:b.Len], b.Progress)
+				case Pulse:
+					m.Progress(c, b.MarkSeq)
+					b.Release()
+				default:
+					if b.Kind == End {
+						ended[c] = true
+					}
+					m.PushMarker(c, b, b.MarkSeq)
+				}
+			}
+			clear(buf[:k])
+			if k == 0 && o.Closed() && o.Len() == 0 && !ended[c] {
+				// The channel stopped without End: someone failed.
+				stop(nil)
+				return
+			}
+		}
+		for {
+			st, ok := m.Next()
+			if !ok {
+				break
+			}
+			var err error
+			switch st.Kind {
+			case order.Run:
+				b := st.Batch
+				switch {
+				case st.From == st.To:
+					b.Release()
+				case st.From == 0 && st.To == b.Len && st.Done:
+					if err = flushCur(); err == nil {
+						err = post.Push(b)
+					} else {
+						b.Release()
+					}
+				default:
+					for i := st.From; i < st.To && err == nil; i++ {
+						if cur == nil {
+							cur = NewBatch(r.regionOut)
+						}
+						cur.AppendFrom(b, i)
+						if cur.Full() {
+							err = flushCur()
+						}
+					}
+					if st.Done {
+						b.Release()
+					}
+				}
+			case order.Marker:
+				mk := st.Markers[0]
+				for _, o := range st.Markers[1:] {
+					o.Release()
+				}
+				end := mk.Kind == End
+				if err = flushCur(); err == nil {
+					err = post.Push(mk)
+				} else {
+					mk.Release()
+				}
+				if err == nil && end {
+					return
+				}
+			}
+			if err != nil {
+				stop(err)
+				return
+			}
+		}
+		if err := flushCur(); err != nil {
+			stop(err)
+			return
+		}
+		if !got {
+			r.bell.wait(ready)
+		}
+	}
+}

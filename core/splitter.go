@@ -1,0 +1,174 @@
+package core
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+
+	"streamd/kvstate"
+	"streamd/ring"
+)
+
+// pulseEvery is how many input batches a channel may go without being sent
+// anything before the splitter sends it a pulse, so that the merger never
+// waits long on a channel that has nothing to say.
+const pulseEvery = 4
+
+// splitter numbers records and markers and routes them to channels: by key
+// (xxhash of the key fields → key group → owner in the kvstate.Table) or,
+// for a stateless region, whole batches round-robin. It is the last step
+// of the source stage and runs on its goroutine.
+type splitter struct {
+	rings  []*ring.SPSC[*Batch]
+	keyIdx []int
+	keyTyp []Type
+	table  *kvstate.Table
+	groups int
+	seq    uint64
+	parts  []*Batch
+	idle   []int
+	rr     int
+	// blocked counts, per channel, the ns the splitter spent blocked on a
+	// full ring: the congestion index's numerator (Gedik et al. 2014, §4.1).
+	blocked []atomic.Int64
+}
+
+func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region) (*splitter, error) {
+	s := &splitter{rings: rings, parts: make([]*Batch, len(rings)), idle: make([]int, len(rings)),
+		blocked: make([]atomic.Int64, len(rings)), groups: r.Groups}
+	for _, k := range r.Key {
+		i, err := in.Lookup(k)
+		if err != nil {
+			return nil, fmt.Errorf("region key: %w", err)
+		}
+		s.keyIdx = append(s.keyIdx, i)
+		s.keyTyp = append(s.keyTyp, in.Fields[i].Type)
+	}
+	if len(s.keyIdx) > 0 {
+		s.table = kvstate.NewTable(r.Groups, len(rings))
+	}
+	return s, nil
+}
+
+// HashKey hashes a record's key fields with xxhash (DESIGN.md, hot-path rule
+// 4: hashed once, at the splitter; the hash travels with the record).
+func HashKey(row []Value, idx []int, types []Type) uint64 {
+	if len(idx) == 1 {
+		return hashValue(types[0], row[idx[0]])
+	}
+	var h uint64
+	for j, i := range idx {
+		h = (h ^ hashValue(types[j], row[i])) * 0x9e3779b97f4a7c15
+	}
+	return h ^ h>>29
+}
+
+func hashValue(t Type, v Value) uint64 {
+	if t == String {
+		return xxhash.Sum64String(v.s)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v.n)
+	return xxhash.Sum64(b[:])
+}
+
+func (s *splitter) push(c int, b *Batch) error {
+	ns, err := s.rings[c].Push(b)
+	if ns > 0 {
+		s.blocked[c].Add(ns)
+	}
+	if err != nil {
+		b.Release()
+		return fmt.Errorf("channel %d stopped: %w", c, err)
+	}
+	s.idle[c] = 0
+	return nil
+}
+
+// route takes ownership of b.
+func (s *splitter) route(b *Batch) error {
+	if b.Kind != Data {
+		return s.broadcast(b)
+	}
+	for i := 0; i < b.Len; i++ {
+		s.seq++
+		b.Seq[i] = s.seq
+	}
+	keyed := s.table != nil
+	if keyed {
+		for i := 0; i < b.Len; i++ {
+			b.Hash[i] = HashKey(b.Row(i), s.keyIdx, s.keyTyp)
+		}
+	}
+	n := len(s.rings)
+	switch {
+	case n == 1:
+		if err := s.push(0, b); err != nil {
+			return err
+		}
+	case !keyed:
+		c := s.rr
+		s.rr = (s.rr + 1) % n
+		for d := range s.idle {
+			s.idle[d]++
+		}
+		if err := s.push(c, b); err != nil {
+			return err
+		}
+	default:
+		for i := 0; i < b.Len; i++ {
+			c := s.table.Owner(kvstate.KeyGroup(b.Hash[i], s.groups))
+			p := s.parts[c]
+			if p == nil {
+				p = NewBatch(b.Schema)
+				s.parts[c] = p
+			}
+			p.AppendFrom(b, i)
+		}
+		b.Release()
+		for c, p := range s.parts {
+			if p == nil {
+				s.idle[c]++
+				continue
+			}
+			s.parts[c] = nil
+			if err := s.push(c, p); err != nil {
+				return err
+			}
+		}
+	}
+	for c, idle := range s.idle {
+		if idle >= pulseEvery {
+			m := NewMarker(Pulse)
+			m.MarkSeq = s.seq
+			if err := s.push(c, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// broadcast sends a copy of marker b, with the next sequence number, to
+// every channel, and closes the rings after End.
+func (s *splitter) broadcast(b *Batch) error {
+	s.seq++
+	for c := range s.rings {
+		m := NewMarker(b.Kind)
+		m.Watermark, m.Epoch, m.MarkSeq = b.Watermark, b.Epoch, s.seq
+		if err := s.push(c, m); err != nil {
+			b.Release()
+			return err
+		}
+	}
+	end := b.Kind == End
+	b.Release()
+	if end {
+		for _, r := range s.rings {
+			r.Close()
+		}
+	}
+	return nil
+}

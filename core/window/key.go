@@ -1,0 +1,76 @@
+package window
+
+import (
+	"fmt"
+	"slices"
+
+	"streamd/core"
+)
+
+// MaxKeyFields is the most fields a grouping key may have.
+const MaxKeyFields = 4
+
+// tuple holds a record's key fields; unused slots are zero. It is
+// comparable, so it keys Go maps without building strings.
+type tuple [MaxKeyFields]core.Value
+
+type keyDef struct {
+	idx   []int
+	types []core.Type
+	names []string
+}
+
+func bindKey(names []string, in *core.Schema) (keyDef, error) {
+	if len(names) == 0 {
+		return keyDef{}, fmt.Errorf("no key fields")
+	}
+	if len(names) > MaxKeyFields {
+		return keyDef{}, fmt.Errorf("%d key fields, at most %d", len(names), MaxKeyFields)
+	}
+	k := keyDef{names: names}
+	for _, n := range names {
+		i, err := in.Lookup(n)
+		if err != nil {
+			return keyDef{}, fmt.Errorf("key: %w", err)
+		}
+		k.idx = append(k.idx, i)
+		k.types = append(k.types, in.Fields[i].Type)
+	}
+	return k, nil
+}
+
+// CheckPartitioning verifies that grouping by key keeps every group inside
+// one channel of a region partitioned by regionKey: every region key field
+// must be a key field.
+func CheckPartitioning(key, regionKey []string) error {
+	for _, r := range regionKey {
+		if !slices.Contains(key, r) {
+			return fmt.Errorf("key %v does not include the region's key field %q: one group would span channels", key, r)
+		}
+	}
+	return nil
+}
+
+func (k *keyDef) of(row []core.Value) (t tuple) {
+	for j, i := range k.idx {
+		t[j] = row[i]
+	}
+	return t
+}
+
+func (k *keyDef) compare(a, b *tuple) int {
+	for j, typ := range k.types {
+		if c := core.Compare(typ, a[j], b[j]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func (k *keyDef) fields() []core.Field {
+	fs := make([]core.Field, len(k.idx))
+	for j := range k.idx {
+		fs[j] = core.Field{Name: k.names[j], Type: k.types[j]}
+	}
+	return fs
+}

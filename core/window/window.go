@@ -1,0 +1,270 @@
+package window
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"streamd/core"
+	"streamd/kvstate"
+)
+
+// Spec describes an event-time window aggregate.
+type Spec struct {
+	// Name is the operator's name in reports and errors.
+	Name string
+	// Key lists the grouping fields (1..MaxKeyFields); every field of the
+	// region's key must be among them (see CheckPartitioning).
+	Key []string
+	// Size is the window length in ns; Slide the distance between window
+	// starts in ns (Slide = Size, or 0, for tumbling windows; Size must be a
+	// multiple of Slide for sliding ones). Windows are aligned to the epoch.
+	Size, Slide int64
+	Aggs        []Agg
+	// LateToDeadLetter sends late records to the dead-letter file; otherwise
+	// they are dropped. Both are counted (ErrorPolicy.Late).
+	LateToDeadLetter bool
+	// Groups is the number of key groups (a power of two).
+	Groups int
+}
+
+// keyState is one key's open windows.
+type keyState struct {
+	panes []pane
+}
+
+type pane struct {
+	end  int64
+	accs []acc
+}
+
+type ref struct {
+	g   int32
+	key tuple
+}
+
+// New binds a window aggregate to its input schema. Output schema:
+// window_start, window_end (timestamps), the key fields, then one field per
+// aggregate. Every instance shares one kvstate.Map; each touches only the
+// key groups its channel owns.
+func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
+	if spec.Size <= 0 {
+		return core.OperatorDef{}, fmt.Errorf("%s: window size must be positive", spec.Name)
+	}
+	if spec.Slide == 0 {
+		spec.Slide = spec.Size
+	}
+	if spec.Slide <= 0 || spec.Slide > spec.Size || spec.Size%spec.Slide != 0 {
+		return core.OperatorDef{}, fmt.Errorf("%s: slide %d ns must be positive, at most the size %d ns, and divide it", spec.Name, spec.Slide, spec.Size)
+	}
+	if spec.Groups == 0 {
+		spec.Groups = kvstate.DefaultGroups
+	}
+	if err := kvstate.CheckGroups(spec.Groups); err != nil {
+		return core.OperatorDef{}, err
+	}
+	key, err := bindKey(spec.Key, in)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	aggs, aggFields, err := bind(spec.Aggs, in)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	fields := []core.Field{{Name: "window_start", Type: core.Timestamp}, {Name: "window_end", Type: core.Timestamp}}
+	fields = append(fields, key.fields()...)
+	fields = append(fields, aggFields...)
+	out, err := core.NewSchema(fields...)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
+	}
+	state := kvstate.NewMap[tuple, keyState](spec.Groups)
+	nk := len(key.idx)
+	order := func(a, b []core.Value) int {
+		if c := core.Compare(core.Timestamp, a[1], b[1]); c != 0 {
+			return c
+		}
+		for j, t := range key.types {
+			if c := core.Compare(t, a[2+j], b[2+j]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	return core.OperatorDef{
+		Name:  spec.Name,
+		Out:   out,
+		Order: order,
+		New: func(env core.Env) (core.Operator, error) {
+			return &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
+				fire: map[int64][]ref{}, wm: core.NoTime}, nil
+		},
+	}, nil
+}
+
+type windowOp struct {
+	spec  Spec
+	key   keyDef
+	aggs  []bound
+	nk    int
+	state *kvstate.Map[tuple, keyState]
+	env   core.Env
+
+	// fire indexes open panes by window end: the derived data that lets a
+	// watermark find what to fire without scanning key groups.
+	fire  map[int64][]ref
+	ends  []int64 // the keys of fire, sorted
+	wm    int64
+	free  [][]acc
+	spare [][]ref
+}
+
+func (w *windowOp) newAccs() []acc {
+	if n := len(w.free); n > 0 {
+		a := w.free[n-1]
+		w.free = w.free[:n-1]
+		clear(a)
+		return a
+	}
+	return make([]acc, len(w.aggs))
+}
+
+func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
+	size, slide := w.spec.Size, w.spec.Slide
+	for i := 0; i < in.Len; i++ {
+		t := in.Time[i]
+		row := in.Row(i)
+		if t == core.NoTime {
+			if err := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), fmt.Errorf("record has no event time")); err != nil {
+				return err
+			}
+			continue
+		}
+		// Windows containing t: starts in (t-size, t], aligned to slide.
+		last := floorDiv(t, slide) * slide
+		first := last - size + slide
+		if first+size-1 <= w.wm { // even the last window has fired
+			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
+				return err
+			}
+			continue
+		}
+		g := kvstate.KeyGroup(in.Hash[i], w.spec.Groups)
+		k := w.key.of(row)
+		st := w.state.Get(g, k)
+		if st == nil {
+			st = &keyState{}
+			w.state.Put(g, k, st)
+		}
+		for start := first; start <= last; start += slide {
+			end := start + size
+			if end-1 <= w.wm {
+				continue // that window fired already
+			}
+			p := st.find(end)
+			if p == nil {
+				st.panes = append(st.panes, pane{end: end, accs: w.newAccs()})
+				p = &st.panes[len(st.panes)-1]
+				w.index(end, ref{g: int32(g), key: k})
+			}
+			for a := range w.aggs {
+				if err := w.aggs[a].add(&p.accs[a], row); err != nil {
+					if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+						return perr
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *keyState) find(end int64) *pane {
+	for i := range s.panes {
+		if s.panes[i].end == end {
+			return &s.panes[i]
+		}
+	}
+	return nil
+}
+
+func (w *windowOp) index(end int64, r ref) {
+	refs, ok := w.fire[end]
+	if !ok {
+		if n := len(w.spare); n > 0 {
+			refs = w.spare[n-1][:0]
+			w.spare = w.spare[:n-1]
+		}
+		i, _ := slices.BinarySearch(w.ends, end)
+		w.ends = slices.Insert(w.ends, i, end)
+	}
+	w.fire[end] = append(refs, r)
+}
+
+func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
+	if wm <= w.wm {
+		return nil
+	}
+	w.wm = wm
+	return w.fireUpTo(wm, seq, out)
+}
+
+func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
+	w.wm = core.MaxWatermark
+	return w.fireUpTo(core.MaxWatermark, seq, out)
+}
+
+// fireUpTo emits every window whose end-1 ≤ wm, by window end, then key.
+func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
+	for len(w.ends) > 0 && w.ends[0]-1 <= wm {
+		end := w.ends[0]
+		w.ends = w.ends[1:]
+		refs := w.fire[end]
+		delete(w.fire, end)
+		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.key, &b.key) })
+		for _, r := range refs {
+			st := w.state.Get(int(r.g), r.key)
+			i := slices.IndexFunc(st.panes, func(p pane) bool { return p.end == end })
+			p := st.panes[i]
+			row := out.Append(seq, 0, end-1, 0)
+			row[0] = core.TimeValue(end - w.spec.Size)
+			row[1] = core.TimeValue(end)
+			copy(row[2:], r.key[:w.nk])
+			for a := range w.aggs {
+				row[2+w.nk+a] = w.aggs[a].result(&p.accs[a])
+			}
+			w.free = append(w.free, p.accs)
+			st.panes = slices.Delete(st.panes, i, i+1)
+			if len(st.panes) == 0 {
+				w.state.Delete(int(r.g), r.key)
+			}
+		}
+		w.spare = append(w.spare, refs)
+		if err := out.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// describe renders a record for error messages and dead letters.
+func describe(s *core.Schema, row []core.Value) string {
+	var sb strings.Builder
+	var buf []byte
+	for i, f := range s.Fields {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		buf = core.AppendText(buf[:0], f.Type, row[i])
+		sb.Write(buf)
+	}
+	return sb.String()
+}
