@@ -1,0 +1,87 @@
+package window
+
+import (
+	"fmt"
+
+	"streamd/core"
+	"streamd/kvstate"
+)
+
+// RunningSpec describes a keyed running aggregate: for every input record,
+// the key's aggregates over all its records so far (Flink's
+// keyBy().reduce()).
+type RunningSpec struct {
+	Name   string
+	Key    []string
+	Aggs   []Agg
+	Groups int
+}
+
+type running struct {
+	accs []acc
+}
+
+// NewRunning binds a running aggregate to its input schema. Output schema:
+// the key fields, then one field per aggregate; one output record per input
+// record, with the input's sequence number, so the region's output order is
+// the input order.
+func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
+	if spec.Groups == 0 {
+		spec.Groups = kvstate.DefaultGroups
+	}
+	if err := kvstate.CheckGroups(spec.Groups); err != nil {
+		return core.OperatorDef{}, err
+	}
+	key, err := bindKey(spec.Key, in)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	aggs, aggFields, err := bind(spec.Aggs, in)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
+	}
+	out, err := core.NewSchema(append(key.fields(), aggFields...)...)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
+	}
+	state := kvstate.NewMap[tuple, running](spec.Groups)
+	return core.OperatorDef{Name: spec.Name, Out: out, New: func(env core.Env) (core.Operator, error) {
+		return &runningOp{spec: spec, key: key, aggs: aggs, state: state, env: env}, nil
+	}}, nil
+}
+
+type runningOp struct {
+	core.Base
+	spec  RunningSpec
+	key   keyDef
+	aggs  []bound
+	state *kvstate.Map[tuple, running]
+	env   core.Env
+}
+
+func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
+	nk := len(r.key.idx)
+	for i := 0; i < in.Len; i++ {
+		row := in.Row(i)
+		g := kvstate.KeyGroup(in.Hash[i], r.spec.Groups)
+		k := r.key.of(row)
+		st := r.state.Get(g, k)
+		if st == nil {
+			st = &running{accs: make([]acc, len(r.aggs))}
+			r.state.Put(g, k, st)
+		}
+		for a := range r.aggs {
+			if err := r.aggs[a].add(&st.accs[a], row); err != nil {
+				if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+					return perr
+				}
+			}
+		}
+		o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
+		copy(o, k[:nk])
+		for a := range r.aggs {
+			o[nk+a] = r.aggs[a].result(&st.accs[a])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package window
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"streamd/core"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata expectations")
+
+var scriptSchema = core.MustSchema(
+	core.Field{Name: "k", Type: core.String},
+	core.Field{Name: "v", Type: core.Int64},
+)
+
+type gt struct{}
+
+func (gt) EvalBool(row []core.Value) (bool, error) { return row[1].Int() > 15, nil }
+
+// TestScripts runs testdata/*.txt: each file starts with a "window size=…
+// slide=…" or "running" line, then commands, each followed by the rows it
+// emits (indented "> "):
+//
+//	event k=a t=5 v=3     a record of key a at event time 5 (seconds) with v=3
+//	watermark 10          event time reaches 10 s (watermark 10e9-1 ns)
+//	finish                end of stream
+//
+// Run with -rewrite to regenerate the expected rows after a deliberate change.
+func TestScripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
+	}
+}
+
+func runScript(t *testing.T, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var op core.Operator
+	var emitted []string
+	errs, _ := core.NewErrorPolicy(core.Skip, "")
+	aggs := []Agg{{Name: "n", Func: Count}, {Name: "sum", Func: Sum, Field: "v"}, {Name: "min", Func: Min, Field: "v"},
+		{Name: "max", Func: Max, Field: "v"}, {Name: "avg", Func: Avg, Field: "v"}, {Name: "big", Func: CountIf, If: gt{}}}
+	var emitter *core.Emitter
+	seq := uint64(0)
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "> ") {
+			continue // expected output: regenerated below
+		}
+		out.WriteString(line + "\n")
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		args := map[string]int64{}
+		strs := map[string]string{}
+		for _, kv := range f[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			strs[k] = v
+			n, _ := strconv.ParseInt(v, 10, 64)
+			args[k] = n
+		}
+		seq++
+		switch f[0] {
+		case "window", "running":
+			var def core.OperatorDef
+			if f[0] == "window" {
+				def, err = New(Spec{Name: "w", Key: []string{"k"}, Size: args["size"] * 1e9, Slide: args["slide"] * 1e9, Aggs: aggs, Groups: 16}, scriptSchema)
+			} else {
+				def, err = NewRunning(RunningSpec{Name: "r", Key: []string{"k"}, Aggs: aggs, Groups: 16}, scriptSchema)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			op, _ = def.New(core.Env{Channels: 1, Errors: errs})
+			emitter = core.NewEmitter(def.Out, func(b *core.Batch) error {
+				for i := 0; i < b.Len; i++ {
+					var sb []byte
+					for j, fd := range def.Out.Fields {
+						if j > 0 {
+							sb = append(sb, ' ')
+						}
+						v := b.Row(i)[j]
+						if fd.Type == core.Timestamp {
+							sb = strconv.AppendInt(sb, v.Time()/1e9, 10)
+						} else {
+							sb = core.AppendText(sb, fd.Type, v)
+						}
+					}
+					emitted = append(emitted, fmt.Sprintf("seq=%d %s", b.Seq[i], sb))
+				}
+				b.Release()
+				return nil
+			}, nil)
+		case "event":
+			b := core.NewBatch(scriptSchema)
+			row := b.Append(seq, uint64(len(strs["k"])), args["t"]*1e9, int64(seq))
+			row[0], row[1] = core.StringValue(strs["k"]), core.IntValue(args["v"])
+			if err := op.Process(b, emitter); err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		case "watermark":
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			if err := op.Watermark(n*1e9-1, seq, emitter); err != nil {
+				t.Fatal(err)
+			}
+		case "finish":
+			if err := op.Finish(seq, emitter); err != nil {
+				t.Fatal(err)
+			}
+		case "late":
+			fmt.Fprintf(&out, "> late=%d\n", errs.Late.Load())
+			continue
+		default:
+			t.Fatalf("%s: unknown command %q", file, f[0])
+		}
+		emitter.Flush()
+		for _, e := range emitted {
+			out.WriteString("> " + e + "\n")
+		}
+		emitted = emitted[:0]
+	}
+	if *rewrite {
+		os.WriteFile(file, []byte(out.String()), 0o644)
+		return
+	}
+	if got := out.String(); got != string(data) {
+		t.Errorf("%s: output differs (rerun with -rewrite to see and accept):\n%s", file, got)
+	}
+}
