@@ -1,0 +1,213 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"streamd/core"
+)
+
+// GeneratorOptions configures a Generator.
+type GeneratorOptions struct {
+	// Seed seeds the PCG generator: the same seed gives the same records.
+	Seed uint64
+	// Count is the number of records; 0 means unbounded (Next returns
+	// ctx.Err() when ctx is done, never io.EOF).
+	Count int64
+	// Rate is the target rate in records/s; 0 means as fast as Next is
+	// called.
+	Rate float64
+	// Keys is the number of distinct keys; 0 means 1000.
+	Keys int
+	// Distribution of keys: "uniform" (the default) or "zipf".
+	Distribution string
+	// ZipfS is the Zipf exponent, > 1; 0 means 1.1. Key k000000 is the most
+	// frequent.
+	ZipfS float64
+	// Start is the event time of the first record, in ns since the epoch.
+	Start int64
+	// Step is the event-time increment per record, in ns; 0 means 1 ms.
+	Step int64
+}
+
+// GeneratorSchema is the schema of generated records: seq is the record's
+// 0-based index, key one of Keys fixed-width strings ("k000042"), value a
+// pseudo-random integer in [0, 1000), ts Start + seq·Step.
+var GeneratorSchema = core.MustSchema(
+	core.Field{Name: "seq", Type: core.Int64},
+	core.Field{Name: "key", Type: core.String},
+	core.Field{Name: "value", Type: core.Int64},
+	core.Field{Name: "ts", Type: core.Timestamp},
+)
+
+// Generator returns a synthetic source of GeneratorSchema records,
+// deterministic for a seed (math/rand/v2 PCG): keys are drawn first, then
+// the value, for each record in turn. Keys are built once, so a record
+// allocates nothing.
+//
+// With a Rate, record i is due at t0 + i/Rate, t0 being the first call to
+// Next (its intended send time). Next hands over every record that is due,
+// up to a full batch, and otherwise sleeps until the next one is due; it
+// returns a partial batch when the next record is not due within
+// core.Linger ns of the batch's first. A consumer that falls behind gets
+// the records it missed in full batches at once (the schedule does not
+// slip, so that latency measured against intended send times is honest).
+// Pos is i+1.
+func Generator(opts GeneratorOptions) (core.Source, error) {
+	if opts.Count < 0 {
+		return nil, fmt.Errorf("generator: count %d is negative", opts.Count)
+	}
+	if opts.Rate < 0 {
+		return nil, fmt.Errorf("generator: rate %g records/s is negative", opts.Rate)
+	}
+	if opts.Keys == 0 {
+		opts.Keys = 1000
+	}
+	if opts.Keys < 0 {
+		return nil, fmt.Errorf("generator: keys %d is negative", opts.Keys)
+	}
+	if opts.Step == 0 {
+		opts.Step = int64(time.Millisecond)
+	}
+	if opts.ZipfS == 0 {
+		opts.ZipfS = 1.1
+	}
+	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	switch opts.Distribution {
+	case "", "uniform":
+	case "zipf":
+		if !(opts.ZipfS > 1) {
+			return nil, fmt.Errorf("generator: zipf exponent %g must be > 1", opts.ZipfS)
+		}
+		g.zipf = rand.NewZipf(g.rng, opts.ZipfS, 1, uint64(opts.Keys-1))
+	default:
+		return nil, fmt.Errorf("generator: unknown distribution %q (expected uniform or zipf)", opts.Distribution)
+	}
+	width := max(6, len(strconv.Itoa(opts.Keys-1)))
+	g.keys = make([]string, opts.Keys)
+	for k := range g.keys {
+		s := strconv.Itoa(k)
+		g.keys[k] = "k" + zeros(width-len(s)) + s
+	}
+	return g, nil
+}
+
+func zeros(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '0'
+	}
+	return string(b)
+}
+
+type generator struct {
+	opts   GeneratorOptions
+	rng    *rand.Rand
+	zipf   *rand.Zipf
+	keys   []string
+	i      int64     // records produced
+	t0     time.Time // schedule start (rate mode), set on the first Next
+	timer  *time.Timer
+	closed bool
+}
+
+func (g *generator) Schema() *core.Schema { return GeneratorSchema }
+
+// Size is Count (core.Sized); 0 for an unbounded generator.
+func (g *generator) Size() int64 { return g.opts.Count }
+
+// Next returns the next batch, owned by the caller (see Generator for the
+// rate schedule), (nil, io.EOF) after Count records, or ctx.Err() when ctx
+// is done (checked per batch, and while sleeping for the schedule).
+func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if g.closed {
+		return nil, errClosed
+	}
+	if g.opts.Count > 0 && g.i >= g.opts.Count {
+		return nil, io.EOF
+	}
+	b := core.NewBatch(GeneratorSchema)
+	if g.opts.Rate <= 0 {
+		g.append(b, core.BatchSize)
+		return b, nil
+	}
+	if g.t0.IsZero() {
+		g.t0 = time.Now()
+	}
+	var first time.Duration // elapsed time when b got its first record
+	for !b.Full() && (g.opts.Count == 0 || g.i < g.opts.Count) {
+		now := time.Since(g.t0)
+		// Records 0 … due-1 are due by now.
+		due := int64(now.Seconds()*g.opts.Rate) + 1
+		if due > g.i {
+			if b.Len == 0 {
+				first = now
+			}
+			g.append(b, int(min(due-g.i, int64(core.BatchSize-b.Len))))
+			continue
+		}
+		next := time.Duration(float64(g.i) / g.opts.Rate * 1e9) // when record i is due
+		if b.Len > 0 && next > first+core.Linger {
+			break
+		}
+		if err := g.sleep(ctx, next-now); err != nil {
+			b.Release()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// append adds up to n records (fewer at Count).
+func (g *generator) append(b *core.Batch, n int) {
+	if c := g.opts.Count; c > 0 {
+		n = int(min(int64(n), c-g.i))
+	}
+	for range n {
+		var k uint64
+		if g.zipf != nil {
+			k = g.zipf.Uint64()
+		} else {
+			k = g.rng.Uint64N(uint64(len(g.keys)))
+		}
+		v := g.rng.Int64N(1000)
+		row := b.Append(0, 0, core.NoTime, g.i+1)
+		row[0] = core.IntValue(g.i)
+		row[1] = core.StringValue(g.keys[k])
+		row[2] = core.IntValue(v)
+		row[3] = core.TimeValue(g.opts.Start + g.i*g.opts.Step)
+		g.i++
+	}
+}
+
+// sleep waits d or until ctx is done, on a timer reused across calls.
+func (g *generator) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if g.timer == nil {
+		g.timer = time.NewTimer(d)
+	} else {
+		g.timer.Reset(d)
+	}
+	select {
+	case <-g.timer.C:
+		return nil
+	case <-ctx.Done():
+		g.timer.Stop()
+		return ctx.Err()
+	}
+}
+
+// Close ends the generator. Safe to call more than once.
+func (g *generator) Close() error {
+	g.closed = true
+	return nil
+}

@@ -1,0 +1,113 @@
+package source
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"streamd/core"
+)
+
+// readBufferSize is the buffer of text inputs read from files, in bytes:
+// large enough that reading costs few system calls.
+const readBufferSize = 256 << 10
+
+// recordReader reads a text input one record at a time. CSV and JSONL
+// implement it; the file sources fill batches from it directly, Stdin from
+// its reader goroutine.
+type recordReader interface {
+	// read fills row (one value per schema field, every one overwritten)
+	// with the next good record and returns its 1-based line. Malformed
+	// records go to the ErrorPolicy inside read: it returns the policy's
+	// error under Fail and skips them otherwise. It returns io.EOF after
+	// the last record.
+	read(row []core.Value) (line int64, err error)
+}
+
+// openInput returns r when it is set (its name in errors: path, or
+// "stdin" when path is empty), or opens the file at path.
+func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.Closer, err error) {
+	if r != nil {
+		if path == "" {
+			path = "stdin"
+		}
+		return path, bufio.NewReaderSize(r, 64<<10), nil, nil
+	}
+	if path == "" {
+		return "", nil, nil, fmt.Errorf("%s source: no path and no reader", kind)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("%s source: %w", kind, err)
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return "", nil, nil, fmt.Errorf("%s source %s: is a directory", kind, path)
+	}
+	return path, bufio.NewReaderSize(f, readBufferSize), f, nil
+}
+
+// textSource is a finite source over a recordReader: a CSV or JSONL file,
+// or a reader given in its place.
+type textSource struct {
+	schema *core.Schema
+	rr     recordReader
+	closer io.Closer // the file, if the source opened one
+	eof    bool
+	closed bool
+}
+
+func (s *textSource) Schema() *core.Schema { return s.schema }
+
+// Next returns the next batch of up to core.BatchSize records, owned by the
+// caller, or (nil, io.EOF) after the last one. It blocks while the input
+// does (a file read); use Stdin for inputs that may stall. Under the Fail
+// policy a malformed record makes Next return the *core.RecordError; the
+// records before it in the same batch are dropped with the batch, since
+// the job stops.
+func (s *textSource) Next(ctx context.Context) (*core.Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed {
+		return nil, errClosed
+	}
+	if s.eof {
+		return nil, io.EOF
+	}
+	b := core.NewBatch(s.schema)
+	for !b.Full() {
+		row := b.Append(0, 0, core.NoTime, 0)
+		line, err := s.rr.read(row)
+		if err != nil {
+			b.Truncate(b.Len - 1)
+			if err != io.EOF {
+				b.Release()
+				return nil, err
+			}
+			s.eof = true
+			break
+		}
+		b.Pos[b.Len-1] = line
+	}
+	if b.Len == 0 {
+		b.Release()
+		return nil, io.EOF
+	}
+	return b, nil
+}
+
+// Close closes the file the source opened (not a reader it was given).
+// Safe to call more than once.
+func (s *textSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}
