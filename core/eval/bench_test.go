@@ -104,4 +104,3 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
-
