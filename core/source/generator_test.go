@@ -1,0 +1,156 @@
+package source
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"streamd/core"
+)
+
+func TestGeneratorDeterministic(t *testing.T) {
+	opts := GeneratorOptions{Seed: 42, Count: 1500, Keys: 50, Start: 1_000_000, Step: 10}
+	a, err := Generator(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Generator(opts)
+	ra, pa := drain(t, a)
+	rb, _ := drain(t, b)
+	if len(ra) != 1500 || len(rb) != 1500 {
+		t.Fatalf("%d and %d records, want 1500", len(ra), len(rb))
+	}
+	keys := map[string]int{}
+	for i, r := range ra {
+		if r[0].Int() != int64(i) || r[3].Time() != 1_000_000+int64(i)*10 || pa[i] != int64(i+1) {
+			t.Fatalf("record %d: %v at %d", i, r, pa[i])
+		}
+		if v := r[2].Int(); v < 0 || v >= 1000 {
+			t.Fatalf("record %d: value %d", i, v)
+		}
+		if len(r[1].Str()) != 7 || r[1].Str()[0] != 'k' {
+			t.Fatalf("record %d: key %q", i, r[1].Str())
+		}
+		keys[r[1].Str()]++
+		for f := range r {
+			if r[f] != rb[i][f] {
+				t.Fatalf("record %d differs between runs with one seed", i)
+			}
+		}
+	}
+	if len(keys) != 50 {
+		t.Fatalf("%d distinct keys, want 50", len(keys))
+	}
+	c, _ := Generator(GeneratorOptions{Seed: 43, Count: 100, Keys: 50})
+	rc, _ := drain(t, c)
+	same := 0
+	for i := range rc {
+		if rc[i][1] == ra[i][1] {
+			same++
+		}
+	}
+	if same > 20 {
+		t.Fatalf("seeds 42 and 43 share %d of 100 keys", same)
+	}
+	if a.(core.Sized).Size() != 1500 {
+		t.Fatal("Size")
+	}
+}
+
+func TestGeneratorZipf(t *testing.T) {
+	g, err := Generator(GeneratorOptions{Seed: 1, Count: 20000, Keys: 100_000, Distribution: "zipf", ZipfS: 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := drain(t, g)
+	counts := map[string]int{}
+	for _, r := range rows {
+		counts[r[1].Str()]++
+	}
+	if counts["k000000"] < counts["k000001"] || counts["k000001"] < counts["k000010"] || counts["k000000"] < 20000/4 {
+		t.Fatalf("not skewed: k0 %d, k1 %d, k10 %d", counts["k000000"], counts["k000001"], counts["k000010"])
+	}
+	if k := rows[0][1].Str(); len(k) != 6 && len(k) != 7 {
+		t.Fatalf("key %q", k)
+	}
+}
+
+func TestGeneratorOptionsErrors(t *testing.T) {
+	for _, o := range []GeneratorOptions{
+		{Count: -1}, {Rate: -1}, {Keys: -3}, {Distribution: "normal"}, {Distribution: "zipf", ZipfS: 0.9},
+	} {
+		if _, err := Generator(o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+// TestGeneratorRate: at 2,000 records/s, 100 records take about 50 ms and
+// come out in partial batches (linger), not all at the end.
+func TestGeneratorRate(t *testing.T) {
+	g, _ := Generator(GeneratorOptions{Seed: 1, Count: 100, Rate: 2000})
+	start := time.Now()
+	batches, n := 0, 0
+	for {
+		b, err := g.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches++
+		n += b.Len
+		b.Release()
+	}
+	d := time.Since(start)
+	if n != 100 || d < 45*time.Millisecond || d > 2*time.Second || batches < 10 {
+		t.Fatalf("%d records in %d batches in %v", n, batches, d)
+	}
+}
+
+func TestGeneratorUnboundedCtx(t *testing.T) {
+	g, _ := Generator(GeneratorOptions{})
+	c, cancel := context.WithCancel(ctx)
+	for range 10 {
+		b, err := g.Next(c)
+		if err != nil || b.Len != core.BatchSize {
+			t.Fatalf("%v %v", b, err)
+		}
+		b.Release()
+	}
+	cancel()
+	if _, err := g.Next(c); err != context.Canceled {
+		t.Fatalf("after cancel: %v", err)
+	}
+	// A rate-limited generator honours ctx while it sleeps.
+	g, _ = Generator(GeneratorOptions{Rate: 1})
+	b, _ := g.Next(ctx) // record 0 is due at once
+	b.Release()
+	c, cancel = context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := g.Next(c); err != context.DeadlineExceeded || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("sleeping Next: %v after %v", err, time.Since(start))
+	}
+	g.Close()
+}
+
+// BenchmarkGenerator: one op is one batch of core.BatchSize records.
+func BenchmarkGenerator(b *testing.B) {
+	for _, dist := range []string{"uniform", "zipf"} {
+		b.Run(dist, func(b *testing.B) {
+			g, _ := Generator(GeneratorOptions{Seed: 1, Distribution: dist})
+			b.ReportAllocs()
+			for range b.N {
+				batch, err := g.Next(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch.Release()
+			}
+			b.ReportMetric(float64(b.N)*core.BatchSize/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}

@@ -1,0 +1,170 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"streamd/core"
+)
+
+var kv = []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}
+
+// TestStdinLinger: records that arrive slowly come out in partial batches
+// soon after they arrive, not when a batch fills.
+func TestStdinLinger(t *testing.T) {
+	for _, format := range []string{"csv", "jsonl"} {
+		t.Run(format, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			s, err := Stdin(format, StdinOptions{Reader: pr, Columns: kv}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			line := func(i int) string {
+				if format == "csv" {
+					return fmt.Sprintf("k%d,%d\n", i, i)
+				}
+				return fmt.Sprintf(`{"k":"k%d","v":%d}`+"\n", i, i)
+			}
+			go func() {
+				io.WriteString(pw, line(1)+line(2)+line(3))
+			}()
+			start := time.Now()
+			b, err := s.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Fatalf("partial batch after %v", d)
+			}
+			n := b.Len
+			b.Release()
+			for n < 3 { // the three lines may straddle a linger
+				b, err := s.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += b.Len
+				b.Release()
+			}
+			go func() {
+				io.WriteString(pw, line(4))
+				pw.Close()
+			}()
+			b, err = s.Next(ctx)
+			if err != nil || b.Len != 1 || b.Row(0)[1].Int() != 4 || b.Pos[0] != 4 {
+				t.Fatalf("after a pause: %v %v", b, err)
+			}
+			b.Release()
+			if _, err := s.Next(ctx); err != io.EOF {
+				t.Fatalf("at the end: %v", err)
+			}
+		})
+	}
+}
+
+func TestStdinBulk(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("k,v\n")
+	const n = 5000
+	for i := range n {
+		fmt.Fprintf(&sb, "k%d,%d\n", i%7, i)
+	}
+	sb.WriteString("bad,x\n")
+	s, err := Stdin("csv", StdinOptions{Reader: strings.NewReader(sb.String()), Header: true, Columns: kv}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got int64
+	for {
+		b, err := s.Next(ctx)
+		if err != nil {
+			var re *core.RecordError
+			if !errors.As(err, &re) || re.Pos != n+2 || re.Input != "stdin" {
+				t.Fatalf("end: %v", err)
+			}
+			break
+		}
+		for i := 0; i < b.Len; i++ {
+			if b.Row(i)[1].Int() != got || b.Pos[i] != got+2 {
+				t.Fatalf("record %d: %v at %d", got, b.Row(i), b.Pos[i])
+			}
+			got++
+		}
+		b.Release()
+	}
+	if got != n {
+		t.Fatalf("%d records before the error, want %d", got, n)
+	}
+}
+
+func TestStdinHeaderSchema(t *testing.T) {
+	s, err := Stdin("csv", StdinOptions{Reader: strings.NewReader("a;b\n1;2\n"), Header: true, Delimiter: ';'}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, _ := drain(t, s)
+	if s.Schema().String() != "(a string, b string)" || len(rows) != 1 || rows[0][1].Str() != "2" {
+		t.Fatalf("%s %v", s.Schema(), rows)
+	}
+}
+
+func TestStdinCtxAndClose(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	s, err := Stdin("jsonl", StdinOptions{Reader: pr, Columns: kv}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Next(c); err != context.DeadlineExceeded {
+		t.Fatalf("Next on a stalled input: %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("ctx honoured after %v", d)
+	}
+	// Close while the goroutine is blocked reading: it must return
+	// (goleak in TestMain).
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Next(ctx); err == nil {
+		t.Fatal("Next after Close: no error")
+	}
+}
+
+// TestStdinCloseUnread: the goroutine, blocked on a full batch nobody
+// takes, stops on Close.
+func TestStdinCloseUnread(t *testing.T) {
+	var sb strings.Builder
+	for i := range 3 * core.BatchSize {
+		fmt.Fprintf(&sb, "k,%d\n", i)
+	}
+	s, err := Stdin("csv", StdinOptions{Reader: io.NopCloser(strings.NewReader(sb.String())), Columns: kv}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	s.Close()
+}
+
+func TestStdinFormat(t *testing.T) {
+	if _, err := Stdin("xml", StdinOptions{Reader: strings.NewReader("")}, nil); err == nil || !strings.Contains(err.Error(), `unknown format "xml"`) {
+		t.Fatalf("%v", err)
+	}
+	if _, err := Stdin("csv", StdinOptions{Reader: strings.NewReader(""), Header: true}, nil); err == nil || !strings.Contains(err.Error(), "stdin: empty input: no header") {
+		t.Fatalf("%v", err)
+	}
+}
