@@ -38,7 +38,10 @@ import (
 //   - Scale-down window: any decrease must be asked for in ScaleDownPeriods
 //     consecutive periods, and goes to the largest count asked for in them
 //     (a load that oscillates faster than the window keeps its peak count).
-//     Increases act at once.
+//     A request more than one channel below every request in the window
+//     starts the window over: the load fell again, and the requests from
+//     before the fall should not decide where it settles. Increases act at
+//     once.
 type DS2 struct {
 	cfg      Config
 	lo, hi   int // channel limits
@@ -126,6 +129,9 @@ func (d *DS2) Step(p Period) Decision {
 		}
 	case req < n:
 		need := d.cfg.ScaleDownPeriods
+		if len(d.lows) > 0 && req < minInt(d.lows)-1 {
+			d.lows = d.lows[:0] // the load fell again: start the window over
+		}
 		d.lows = append(d.lows, req)
 		if maxInt(d.lows[max(len(d.lows)-need, 0):]) == n-1 {
 			need = max(need, 2)
@@ -145,6 +151,14 @@ func (d *DS2) Step(p Period) Decision {
 	}
 	d.channels = req
 	return Decision{Level: -1, Channels: req, Prev: n, Rule: RuleDS2, Reason: what}
+}
+
+func minInt(xs []int) int {
+	m := math.MaxInt
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
 }
 
 func maxInt(xs []int) int {

@@ -62,9 +62,10 @@ func unknownLevel() LevelState {
 //     This keeps a load that oscillates faster than that window from moving
 //     the region down and up every cycle.
 //   - A decrease does not forget a lower level known to be congested at a
-//     throughput below the current one plus α of its channels: that level
-//     could not carry even the lower load, and probing it would cost two
-//     reconfigurations for nothing. (The paper forgets all levels below.)
+//     throughput no higher than the current one: congested, that level
+//     delivered its capacity, so it could not carry even the lower load, and
+//     probing it would cost two reconfigurations for nothing. (The paper
+//     forgets all levels below.)
 //   - Throughput falls are taken as load decreases only in periods that are
 //     not congested; a congested region whose throughput falls has lost
 //     capacity, not load, and must keep what it knows about the level below
@@ -230,15 +231,15 @@ func (l *Levels) gain(lo, hi int, tlo, thi float64) bool {
 }
 
 // forgetBelow forgets the levels below L after a load decrease to
-// throughput t (P3), except those known to be congested at a throughput
-// below t plus α of one of their channels: they could not carry even the
-// lower load, so a probe would only come back. It returns a note naming the
-// kept levels.
+// throughput t (P3), except those known to be congested at a throughput of
+// at most t: congested, a level delivers its capacity, so they could not
+// carry even the lower load and a probe would only come back. It returns a
+// note naming the kept levels.
 func (l *Levels) forgetBelow(L int, t float64) string {
 	var kept []string
 	for j := 0; j < L; j++ {
 		m := l.mem[j]
-		if m.Known && m.Congested && m.Throughput < t+l.cfg.Sensitivity*m.Throughput/float64(l.lm.Channels(j)) {
+		if m.Known && m.Congested && m.Throughput <= t {
 			kept = append(kept, fmt.Sprint(j))
 			continue
 		}
@@ -269,11 +270,11 @@ func fmtRate(r float64) string {
 	switch {
 	case math.IsInf(r, 1):
 		return "inf"
-	case r >= 1e9:
+	case r >= 999.5e6:
 		return fmt.Sprintf("%.3gG", r/1e9)
-	case r >= 1e6:
+	case r >= 999.5e3:
 		return fmt.Sprintf("%.3gM", r/1e6)
-	case r >= 1e3:
+	case r >= 999.5:
 		return fmt.Sprintf("%.3gk", r/1e3)
 	}
 	return fmt.Sprintf("%.3g", r)

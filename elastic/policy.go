@@ -108,17 +108,23 @@ func New(name string, cfg Config) (Policy, error) {
 }
 
 // Off is the policy that never changes the channel count: every decision
-// keeps the count the period was measured with. Create it with [New].
+// keeps the count the period was measured with (moved into [Config.MinChannels,
+// limit] should it lie outside, like every policy's decisions). Create it
+// with [New].
 type Off struct {
 	channels int
+	lo, hi   int
 }
 
-func newOff(cfg Config) *Off { return &Off{channels: min(cfg.initial(), cfg.Limit())} }
+func newOff(cfg Config) *Off {
+	lo, hi := cfg.MinChannels, cfg.Limit()
+	return &Off{channels: min(max(cfg.initial(), lo), hi), lo: lo, hi: hi}
+}
 
 // Step returns a decision that keeps len(p.Channels) channels.
 func (o *Off) Step(p Period) Decision {
 	if n := len(p.Channels); n > 0 {
-		o.channels = n
+		o.channels = min(max(n, o.lo), o.hi)
 	}
 	return Decision{Level: -1, Channels: o.channels, Prev: len(p.Channels), Rule: RuleOff, Reason: "elasticity off"}
 }

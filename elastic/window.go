@@ -39,34 +39,34 @@ type Window struct {
 // its current value as the delta. Observe copies what it keeps; the caller
 // may reuse c.Channels afterwards.
 func (w *Window) Observe(c Counters) (p Period, ok bool) {
-	prev, had := w.prev, w.have
+	prev := &w.prev
+	if w.have && len(prev.Channels) == len(c.Channels) && c.TimeNs > prev.TimeNs {
+		p = Period{
+			LengthNs: c.TimeNs - prev.TimeNs,
+			Channels: make([]ChannelStats, len(c.Channels)),
+			Arrived:  deltaU(prev.Arrived, c.Arrived),
+			Departed: deltaU(prev.Departed, c.Departed),
+			Backlog:  c.Backlog,
+		}
+		for i, cur := range c.Channels {
+			old := prev.Channels[i]
+			p.Channels[i] = ChannelStats{
+				BlockedNs: deltaI(old.BlockedNs, cur.BlockedNs),
+				BusyNs:    deltaI(old.BusyNs, cur.BusyNs),
+				Records:   deltaU(old.Records, cur.Records),
+			}
+		}
+		ok = true
+	}
 	w.prev = Counters{
 		TimeNs:   c.TimeNs,
-		Channels: append(w.prev.Channels[:0], c.Channels...),
+		Channels: append(prev.Channels[:0], c.Channels...),
 		Arrived:  c.Arrived,
 		Departed: c.Departed,
 		Backlog:  c.Backlog,
 	}
 	w.have = true
-	if !had || len(prev.Channels) != len(c.Channels) || c.TimeNs <= prev.TimeNs {
-		return Period{}, false
-	}
-	p = Period{
-		LengthNs: c.TimeNs - prev.TimeNs,
-		Channels: make([]ChannelStats, len(c.Channels)),
-		Arrived:  deltaU(prev.Arrived, c.Arrived),
-		Departed: deltaU(prev.Departed, c.Departed),
-		Backlog:  c.Backlog,
-	}
-	for i, cur := range c.Channels {
-		old := prev.Channels[i]
-		p.Channels[i] = ChannelStats{
-			BlockedNs: deltaI(old.BlockedNs, cur.BlockedNs),
-			BusyNs:    deltaI(old.BusyNs, cur.BusyNs),
-			Records:   deltaU(old.Records, cur.Records),
-		}
-	}
-	return p, true
+	return p, ok
 }
 
 // Reset forgets the baseline; the next Observe returns ok == false. Call it

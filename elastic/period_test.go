@@ -1,0 +1,75 @@
+package elastic
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestPeriodRates(t *testing.T) {
+	p := Period{
+		LengthNs: 2e9,
+		Arrived:  3000,
+		Departed: 2000,
+		Channels: []ChannelStats{
+			{BlockedNs: 0.2e9, BusyNs: 1e9, Records: 600},
+			{BlockedNs: 0.3e9, BusyNs: 2e9, Records: 1400},
+		},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"Congestion (summed)", p.Congestion(), 0.25},
+		{"ChannelCongestion(1)", p.ChannelCongestion(1), 0.15},
+		{"Throughput", p.Throughput(), 1000},
+		{"ArrivalRate", p.ArrivalRate(), 1500},
+		{"OfferedRate", p.OfferedRate(), 1500 / 0.75},
+		{"Utilization", p.Utilization(), 0.75},
+		{"TrueRate", p.TrueRate(), 2000 / 3.0},
+	} {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestPeriodClamps(t *testing.T) {
+	p := Period{LengthNs: 1e9, Arrived: 10, Channels: []ChannelStats{{BlockedNs: 0.8e9}, {BlockedNs: 0.7e9, BusyNs: 3e9}}}
+	if got := p.Congestion(); got != 1 {
+		t.Errorf("overlapping blocked time: Congestion = %v, want 1", got)
+	}
+	if got := p.OfferedRate(); !near(got, 10/minUnblocked) {
+		t.Errorf("OfferedRate when always blocked = %v, want capped at %v", got, 10/minUnblocked)
+	}
+	if got := p.Utilization(); got != 0.5 {
+		t.Errorf("Utilization = %v, want 0.5 (busy clamped to the period)", got)
+	}
+	idle := Period{LengthNs: 1e9, Channels: make([]ChannelStats, 3)}
+	if idle.TrueRate() != 0 || idle.Congestion() != 0 || idle.Throughput() != 0 {
+		t.Errorf("idle period: true rate %v, congestion %v, throughput %v, want 0", idle.TrueRate(), idle.Congestion(), idle.Throughput())
+	}
+	var zero Period
+	if zero.Congestion() != 0 || zero.Throughput() != 0 || zero.ArrivalRate() != 0 || zero.Utilization() != 0 {
+		t.Error("zero Period must give zero rates, not NaN or a panic")
+	}
+}
+
+func TestPeriodValidate(t *testing.T) {
+	for _, p := range []Period{
+		{},
+		{LengthNs: -1, Channels: make([]ChannelStats, 1)},
+		{LengthNs: 1e9},
+		{LengthNs: 1e9, Channels: []ChannelStats{{BlockedNs: -1}}},
+		{LengthNs: 1e9, Channels: []ChannelStats{{BusyNs: -1}}},
+	} {
+		if err := p.Validate(); !errors.Is(err, ErrInvalidPeriod) {
+			t.Errorf("Validate(%+v) = %v, want ErrInvalidPeriod", p, err)
+		}
+	}
+}
