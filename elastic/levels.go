@@ -161,19 +161,23 @@ func (l *Levels) Step(p Period) Decision {
 	slack := alpha * l.refT / float64(l.lm.Channels(obs))
 	inc := (cong && !l.refCong) || t > l.refT+slack
 	dec := !cong && (l.refCong || t < l.refT-slack)
+	why := fmt.Sprintf("throughput %s vs %s", fmtRate(t), fmtRate(l.refT))
+	if cong != l.refCong {
+		why = "now " + congWord(cong)
+	}
 	switch {
 	case inc:
 		l.forget(obs+1, l.hi)
-		notes = append(notes, fmt.Sprintf("P3 load increase (%s, %s vs %s): forget levels above", congWord(cong), fmtRate(t), fmtRate(l.refT)))
+		notes = append(notes, fmt.Sprintf("P3 load increase (%s): forget levels above", why))
 		l.refT, l.refCong, l.decStreak = t, cong, 0
 	case dec:
 		l.decStreak++
 		if l.decStreak < l.cfg.ScaleDownPeriods {
-			notes = append(notes, fmt.Sprintf("P3 load decrease seen %d/%d", l.decStreak, l.cfg.ScaleDownPeriods))
+			notes = append(notes, fmt.Sprintf("P3 load decrease (%s) seen %d/%d", why, l.decStreak, l.cfg.ScaleDownPeriods))
 			break
 		}
 		kept := l.forgetBelow(obs, t)
-		notes = append(notes, fmt.Sprintf("P3 load decrease (%s vs %s): forget levels below%s", fmtRate(t), fmtRate(l.refT), kept))
+		notes = append(notes, fmt.Sprintf("P3 load decrease (%s): forget levels below%s", why, kept))
 		l.refT, l.refCong, l.decStreak = t, cong, 0
 	default:
 		l.decStreak = 0
@@ -185,9 +189,9 @@ func (l *Levels) Step(p Period) Decision {
 	}
 	l.prevObs = obs
 
-	target, rule, why := l.decide(obs, cong, c, t)
+	target, rule, because := l.decide(obs, cong, c, t)
 	l.level = target
-	notes = append(notes, why)
+	notes = append(notes, because)
 	return Decision{Level: target, Channels: l.lm.Channels(target), Prev: n, Rule: rule, Reason: strings.Join(notes, "; ")}
 }
 
