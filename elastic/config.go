@@ -55,7 +55,9 @@ type Config struct {
 	ScaleDownPeriods int
 	// WarmUpPeriods is how many periods after a change of the channel count
 	// [DS2] ignores (warmup_periods; default 1, may be 0): their metrics mix
-	// the reconfiguration with steady processing.
+	// the reconfiguration with steady processing. The level controller uses
+	// every period, as in [TPDS14]; it relies on the runtime starting a fresh
+	// period once a reconfiguration completes.
 	WarmUpPeriods int
 	// DrainPeriods is how many periods [DS2] allows for draining
 	// Period.Backlog (drain_periods; default 10, at least 1): the target rate
