@@ -1,0 +1,58 @@
+// Command streamd runs stream-processing jobs described in YAML.
+//
+//	streamd run job.yaml [--channels N] [--quiet]
+//	streamd validate job.yaml
+//
+// Exit codes: 0 success, 1 job failure (including Ctrl-C), 2 usage or
+// configuration error.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &exitError{code: 2, err: err} }
+func jobErr(err error) error   { return &exitError{code: 1, err: err} }
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "streamd:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 2 // cobra's own errors: unknown flag, wrong argument count
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "streamd",
+		Short:         "A stream processing engine for one machine with many cores",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(), newValidateCmd())
+	return root
+}

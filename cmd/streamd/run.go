@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"streamd/core"
+	"streamd/core/jobfile"
+)
+
+type runFlags struct {
+	channels   int
+	quiet      bool
+	cpuProfile string
+	memProfile string
+}
+
+func newRunCmd() *cobra.Command {
+	var fl runFlags
+	cmd := &cobra.Command{
+		Use:   "run job.yaml",
+		Short: "Run a job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region (overrides region.channels)")
+	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
+	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	cmd.Flags().StringVar(&fl.memProfile, "memprofile", "", "write a heap profile (pprof) to this file at the end")
+	return cmd
+}
+
+func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) error {
+	if fl.channels < 0 {
+		return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
+	}
+	f, err := jobfile.Load(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	job, err := f.Build(jobfile.Options{Channels: fl.channels})
+	if err != nil {
+		return usageErr(err)
+	}
+	level := slog.LevelInfo
+	if fl.quiet {
+		level = slog.LevelWarn
+	}
+	job.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := place(job); err != nil {
+		return jobErr(err)
+	}
+	if fl.cpuProfile != "" {
+		pf, err := os.Create(fl.cpuProfile)
+		if err != nil {
+			return usageErr(fmt.Errorf("cpu profile: %w", err))
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return jobErr(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := core.Run(ctx, job)
+	if fl.memProfile != "" {
+		if mf, merr := os.Create(fl.memProfile); merr == nil {
+			pprof.WriteHeapProfile(mf)
+			mf.Close()
+		}
+	}
+	if rep != nil && !fl.quiet {
+		printReport(stderr, rep)
+	}
+	if err != nil {
+		if errors.Is(err, core.ErrInterrupted) {
+			return jobErr(fmt.Errorf("%w (output discarded)", err))
+		}
+		return jobErr(err)
+	}
+	return nil
+}
+
+func printReport(w io.Writer, r *core.Report) {
+	state := "done"
+	if r.Interrupted {
+		state = "interrupted"
+	}
+	fmt.Fprintf(w, "job %s: %s in %s — %d records in (%.0f records/s), %d out\n",
+		r.Job, state, r.Wall.Round(time.Millisecond), r.RecordsIn, r.Throughput(), r.RecordsOut)
+	if len(r.Operators) > 0 {
+		fmt.Fprintln(w, "operators:")
+		for _, o := range r.Operators {
+			fmt.Fprintf(w, "  %-6s %-32s in %12d  out %12d", o.Stage, o.Name, o.In, o.Out)
+			for k, v := range o.Stats {
+				fmt.Fprintf(w, "  %s %d", k, v)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(r.Channels) > 0 {
+		fmt.Fprintln(w, "channels:")
+		for i, c := range r.Channels {
+			fmt.Fprintf(w, "  %3d  records %12d  busy %10s  splitter blocked %10s\n", i, c.Records,
+				time.Duration(c.BusyNs).Round(time.Microsecond), time.Duration(c.BlockedNs).Round(time.Microsecond))
+		}
+	}
+	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
+}

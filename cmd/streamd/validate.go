@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"streamd/core/jobfile"
+)
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate job.yaml",
+		Short: "Check a job file: keys, types, fields, expressions, inputs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := jobfile.Load(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			job, err := f.Build(jobfile.Options{})
+			if err != nil {
+				return usageErr(err)
+			}
+			job.Source.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", args[0])
+			return nil
+		},
+	}
+}

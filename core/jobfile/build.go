@@ -1,0 +1,588 @@
+package jobfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"streamd/core"
+	"streamd/core/eval"
+	"streamd/core/ops"
+	"streamd/core/sink"
+	"streamd/core/source"
+	"streamd/core/window"
+	"streamd/kvstate"
+)
+
+// Options override parts of the file at build time.
+type Options struct {
+	// Channels, if > 0, replaces region.channels.
+	Channels int
+	// Stdout is where a stdout sink writes (default os.Stdout).
+	Stdout *os.File
+}
+
+// Build opens the source, compiles every expression, loads lookup tables
+// and binds every operator to its input schema. Errors name their position
+// in the file. The caller runs the job with core.Run, which closes the
+// source and the sink.
+func (f *File) Build(opt Options) (*core.Job, error) {
+	s := &f.Spec
+	mode, err := core.ParseErrorMode(s.OnError)
+	if err != nil {
+		return nil, f.errAt("on_error", "%v", err)
+	}
+	errs, err := core.NewErrorPolicy(mode, f.path(s.DeadLetterPath))
+	if err != nil {
+		return nil, f.errAt("on_error", "%v", err)
+	}
+	job := &core.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
+	if job.Name == "" {
+		job.Name = strings.TrimSuffix(baseName(f.Path), ".yaml")
+	}
+	if s.Runtime.RingSize < 0 || s.Runtime.RingSize&(s.Runtime.RingSize-1) != 0 {
+		return nil, f.errAt("runtime.ring_size", "ring size must be a power of two, not %d", s.Runtime.RingSize)
+	}
+	if job.Source, err = f.buildSource(errs); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			job.Source.Close()
+		}
+	}()
+	schema := job.Source.Schema()
+	if et := s.EventTime; et != nil {
+		if job.EventTime, err = f.buildEventTime(et, schema); err != nil {
+			return nil, err
+		}
+	}
+	if job.Pre, schema, err = f.buildOps("pipeline", s.Pipeline, schema, errs, nil); err != nil {
+		return nil, err
+	}
+	if r := s.Region; r != nil {
+		reg := &core.Region{Channels: r.Channels, Key: r.KeyBy, Groups: r.KeyGroups}
+		if opt.Channels > 0 {
+			reg.Channels = opt.Channels
+		}
+		if reg.Channels == 0 {
+			reg.Channels = 1
+		}
+		if reg.Channels < 0 || reg.Channels > 1024 {
+			return nil, f.errAt("region.channels", "channels must be between 1 and 1024, not %d", reg.Channels)
+		}
+		if reg.Groups == 0 {
+			reg.Groups = kvstate.DefaultGroups
+		}
+		if err := kvstate.CheckGroups(reg.Groups); err != nil {
+			return nil, f.errAt("region.key_groups", "%v", err)
+		}
+		if reg.Channels > reg.Groups && len(reg.Key) > 0 {
+			return nil, f.errAt("region.channels", "%d channels but only %d key groups", reg.Channels, reg.Groups)
+		}
+		for i, k := range r.KeyBy {
+			if _, err := schema.Lookup(k); err != nil {
+				return nil, f.errAt(fmt.Sprintf("region.key_by[%d]", i), "%v", err)
+			}
+		}
+		reg.Unordered = r.Ordered != nil && !*r.Ordered
+		if len(r.Ops) == 0 {
+			return nil, f.errAt("region", "a region needs ops")
+		}
+		if reg.Ops, schema, err = f.buildOps("region.ops", r.Ops, schema, errs, reg); err != nil {
+			return nil, err
+		}
+		job.Region = reg
+	}
+	if job.Post, _, err = f.buildOps("post", s.Post, schema, errs, nil); err != nil {
+		return nil, err
+	}
+	if job.Sink, err = f.buildSink(opt); err != nil {
+		return nil, err
+	}
+	ok = true
+	return job, nil
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func exactlyOne(path string, f *File, names []string, set []bool) (int, error) {
+	idx := -1
+	for i, s := range set {
+		if !s {
+			continue
+		}
+		if idx >= 0 {
+			return -1, f.errAt(path, "has both %s and %s; expected exactly one of %s", names[idx], names[i], strings.Join(names, ", "))
+		}
+		idx = i
+	}
+	if idx < 0 {
+		return -1, f.errAt(path, "expected one of %s", strings.Join(names, ", "))
+	}
+	return idx, nil
+}
+
+func (f *File) fields(path string, ms yaml.MapSlice) ([]core.Field, error) {
+	var fs []core.Field
+	for _, it := range ms {
+		name := fmt.Sprint(it.Key)
+		ts, _ := it.Value.(string)
+		t, err := core.ParseType(ts)
+		if err != nil {
+			return nil, f.errAt(path+"."+name, "%v", err)
+		}
+		fs = append(fs, core.Field{Name: name, Type: t})
+	}
+	return fs, nil
+}
+
+func (f *File) duration(path, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, f.errAt(path, "%q is not a duration (expected e.g. 1h, 15m, 500ms)", s)
+	}
+	return d, nil
+}
+
+func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
+	src := &f.Spec.Source
+	i, err := exactlyOne("source", f, []string{"parquet", "csv", "jsonl", "stdin", "generator"},
+		[]bool{src.Parquet != nil, src.CSV != nil, src.JSONL != nil, src.Stdin != nil, src.Generator != nil})
+	if err != nil {
+		return nil, err
+	}
+	var s core.Source
+	switch i {
+	case 0:
+		p := src.Parquet
+		if p.Path == "" {
+			return nil, f.errAt("source.parquet", "missing path")
+		}
+		s, err = source.Parquet(f.path(p.Path), p.Columns, errs)
+		if err != nil {
+			return nil, f.errAt("source.parquet.path", "%v", err)
+		}
+	case 1:
+		c := src.CSV
+		if c.Path == "" {
+			return nil, f.errAt("source.csv", "missing path")
+		}
+		opts, err := f.csvOptions("source.csv", c.Header, c.Delimiter, c.Columns)
+		if err != nil {
+			return nil, err
+		}
+		if s, err = source.CSV(f.path(c.Path), opts, errs); err != nil {
+			return nil, f.errAt("source.csv.path", "%v", err)
+		}
+	case 2:
+		j := src.JSONL
+		if j.Path == "" {
+			return nil, f.errAt("source.jsonl", "missing path")
+		}
+		fs, err := f.fields("source.jsonl.fields", j.Fields)
+		if err != nil {
+			return nil, err
+		}
+		if len(fs) == 0 {
+			return nil, f.errAt("source.jsonl", "missing fields (name: type)")
+		}
+		if s, err = source.JSONL(f.path(j.Path), fs, nil, errs); err != nil {
+			return nil, f.errAt("source.jsonl.path", "%v", err)
+		}
+	case 3:
+		in := src.Stdin
+		switch in.Format {
+		case "csv":
+			opts, err := f.csvOptions("source.stdin", in.Header, in.Delimiter, in.Fields)
+			if err != nil {
+				return nil, err
+			}
+			s, err = source.Stdin("csv", source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
+			if err != nil {
+				return nil, f.errAt("source.stdin", "%v", err)
+			}
+		case "jsonl":
+			fs, err := f.fields("source.stdin.fields", in.Fields)
+			if err != nil {
+				return nil, err
+			}
+			if len(fs) == 0 {
+				return nil, f.errAt("source.stdin", "missing fields (name: type)")
+			}
+			if s, err = source.Stdin("jsonl", source.StdinOptions{Columns: fs}, errs); err != nil {
+				return nil, f.errAt("source.stdin", "%v", err)
+			}
+		default:
+			return nil, f.errAt("source.stdin.format", "format %q: expected csv or jsonl", in.Format)
+		}
+	case 4:
+		g := src.Generator
+		opts := source.GeneratorOptions{Seed: g.Seed, Count: g.Count, Rate: g.Rate, Keys: g.Keys, Distribution: g.Distribution, ZipfS: g.ZipfS}
+		if g.Start != "" {
+			if opts.Start, err = core.ParseTime(g.Start); err != nil {
+				return nil, f.errAt("source.generator.start", "%v", err)
+			}
+		}
+		step, err := f.duration("source.generator.step", g.Step, 0)
+		if err != nil {
+			return nil, err
+		}
+		opts.Step = int64(step)
+		if s, err = source.Generator(opts); err != nil {
+			return nil, f.errAt("source.generator", "%v", err)
+		}
+	}
+	return s, nil
+}
+
+func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice) (source.CSVOptions, error) {
+	opts := source.CSVOptions{Header: header == nil || *header}
+	if delim != "" {
+		r := []rune(delim)
+		if len(r) != 1 {
+			return opts, f.errAt(path+".delimiter", "delimiter must be one character, not %q", delim)
+		}
+		opts.Delimiter = r[0]
+	}
+	fs, err := f.fields(path+".columns", cols)
+	if err != nil {
+		return opts, err
+	}
+	opts.Columns = fs
+	return opts, nil
+}
+
+func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (core.EventTime, error) {
+	out := core.EventTime{Field: et.Field}
+	i, err := s.Lookup(et.Field)
+	if err != nil {
+		return out, f.errAt("event_time.field", "%v", err)
+	}
+	switch t := s.Fields[i].Type; t {
+	case core.Timestamp:
+		if et.Unit != "" {
+			return out, f.errAt("event_time.unit", "unit applies to int64 fields; %q is a timestamp", et.Field)
+		}
+	case core.Int64:
+		units := map[string]int64{"": int64(time.Millisecond), "ns": 1, "us": int64(time.Microsecond), "ms": int64(time.Millisecond), "s": int64(time.Second)}
+		u, ok := units[et.Unit]
+		if !ok {
+			return out, f.errAt("event_time.unit", "unit %q: expected ns, us, ms or s", et.Unit)
+		}
+		out.Unit = u
+	default:
+		return out, f.errAt("event_time.field", "field %q is a %s; event time needs a timestamp or int64", et.Field, t)
+	}
+	d, err := f.duration("event_time.max_out_of_orderness", et.MaxOutOfOrderness, 0)
+	if err != nil {
+		return out, err
+	}
+	if d < 0 {
+		return out, f.errAt("event_time.max_out_of_orderness", "must not be negative")
+	}
+	out.MaxOutOfOrder = int64(d)
+	return out, nil
+}
+
+var opNames = []string{"filter", "map", "project", "lookup_csv", "lookup_http", "window", "aggregate"}
+
+func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *core.Region) ([]core.OperatorDef, *core.Schema, error) {
+	var defs []core.OperatorDef
+	for i := range specs {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		def, err := f.buildOp(p, &specs[i], in, errs, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		defs = append(defs, def)
+		in = def.Out
+	}
+	return defs, in, nil
+}
+
+func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *core.Region) (core.OperatorDef, error) {
+	k, err := exactlyOne(p, f, opNames, []bool{o.Filter != nil, o.Map != nil, o.Project != nil,
+		o.LookupCSV != nil, o.LookupHTTP != nil, o.Window != nil, o.Aggregate != nil})
+	if err != nil {
+		return core.OperatorDef{}, err
+	}
+	kp := p + "." + opNames[k]
+	name := o.Name
+	if name == "" {
+		name = kp
+	}
+	if (k == 5 || k == 6) && (reg == nil || len(reg.Key) == 0) {
+		return core.OperatorDef{}, f.errAt(kp, "%s keeps keyed state: it belongs in a region with key_by", opNames[k])
+	}
+	var def core.OperatorDef
+	switch k {
+	case 0:
+		if _, err := f.compile(kp, *o.Filter, in); err != nil {
+			return def, err
+		}
+		def, err = ops.Filter(name, *o.Filter, in, errs)
+	case 1:
+		var fields []ops.MapField
+		for _, it := range o.Map {
+			fname := fmt.Sprint(it.Key)
+			src, ok := it.Value.(string)
+			if !ok {
+				src = fmt.Sprint(it.Value)
+			}
+			if _, err := f.compile(kp+"."+fname, src, in); err != nil {
+				return def, err
+			}
+			fields = append(fields, ops.MapField{Name: fname, Expr: src})
+		}
+		def, err = ops.Map(name, fields, true, in, errs)
+	case 2:
+		cols := make([]ops.Column, len(o.Project))
+		for i, c := range o.Project {
+			cols[i].From, cols[i].As = splitAs(c)
+		}
+		def, err = ops.ProjectColumns(name, cols, in)
+	case 3:
+		l := o.LookupCSV
+		opts := ops.LookupCSVOptions{Path: f.path(l.Path), Key: l.Key, TableKey: l.TableKey, OnMiss: l.OnMiss}
+		for _, fl := range l.Fields {
+			col, as := splitAs(fl)
+			opts.Fields = append(opts.Fields, ops.LookupField{Column: col, As: as})
+		}
+		def, err = ops.LookupCSV(name, opts, in, errs)
+	case 4:
+		l := o.LookupHTTP
+		fs, ferr := f.fields(kp+".fields", l.Fields)
+		if ferr != nil {
+			return def, ferr
+		}
+		ttl, derr := f.duration(kp+".ttl", l.TTL, time.Minute)
+		if derr != nil {
+			return def, derr
+		}
+		timeout, derr := f.duration(kp+".timeout", l.Timeout, 5*time.Second)
+		if derr != nil {
+			return def, derr
+		}
+		def, err = ops.LookupHTTP(name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
+			MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, in, errs)
+	case 5:
+		w := o.Window
+		size, derr := f.duration(kp+".size", w.Size, 0)
+		if derr != nil {
+			return def, derr
+		}
+		if size <= 0 {
+			return def, f.errAt(kp+".size", "window size must be a positive duration (e.g. 1h)")
+		}
+		slide, derr := f.duration(kp+".slide", w.Slide, 0)
+		if derr != nil {
+			return def, derr
+		}
+		key := w.Key
+		if len(key) == 0 {
+			key = reg.Key
+		}
+		if err := window.CheckPartitioning(key, reg.Key); err != nil {
+			return def, f.errAt(kp+".key", "%v", err)
+		}
+		aggs, aerr := f.aggregates(kp+".aggregates", w.Aggregates, in)
+		if aerr != nil {
+			return def, aerr
+		}
+		late := false
+		switch w.Late {
+		case "", "drop":
+		case "dead_letter":
+			late = true
+		default:
+			return def, f.errAt(kp+".late", "late %q: expected drop or dead_letter", w.Late)
+		}
+		def, err = window.New(window.Spec{Name: name, Key: key, Size: int64(size), Slide: int64(slide),
+			Aggs: aggs, LateToDeadLetter: late, Groups: reg.Groups}, in)
+	case 6:
+		a := o.Aggregate
+		key := a.Key
+		if len(key) == 0 {
+			key = reg.Key
+		}
+		if err := window.CheckPartitioning(key, reg.Key); err != nil {
+			return def, f.errAt(kp+".key", "%v", err)
+		}
+		aggs, aerr := f.aggregates(kp+".aggregates", a.Aggregates, in)
+		if aerr != nil {
+			return def, aerr
+		}
+		def, err = window.NewRunning(window.RunningSpec{Name: name, Key: key, Aggs: aggs, Groups: reg.Groups}, in)
+	}
+	if err != nil {
+		return def, f.errAt(kp, "%v", err)
+	}
+	return def, nil
+}
+
+var asRe = regexp.MustCompile(`^\s*(\S+)\s+as\s+(\S+)\s*$`)
+
+func splitAs(s string) (string, string) {
+	if m := asRe.FindStringSubmatch(s); m != nil {
+		return m[1], m[2]
+	}
+	return strings.TrimSpace(s), ""
+}
+
+var aggRe = regexp.MustCompile(`^\s*(\w+)\s*(?:\((.*)\))?\s*$`)
+
+func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]window.Agg, error) {
+	if len(ms) == 0 {
+		return nil, f.errAt(path, "no aggregates (expected name: fn(arg), e.g. flights: count)")
+	}
+	var aggs []window.Agg
+	for _, it := range ms {
+		name := fmt.Sprint(it.Key)
+		p := path + "." + name
+		src, _ := it.Value.(string)
+		m := aggRe.FindStringSubmatch(src)
+		if m == nil {
+			return nil, f.errAt(p, "%q: expected fn(arg), e.g. count, sum(distance), count_if(delay > 15)", src)
+		}
+		fn, err := window.ParseFunc(m[1])
+		if err != nil {
+			return nil, f.errAt(p, "%v", err)
+		}
+		a := window.Agg{Name: name, Func: fn}
+		arg := strings.TrimSpace(m[2])
+		switch fn {
+		case window.Count:
+			if arg != "" {
+				return nil, f.errAt(p, "count takes no argument (use count_if(cond) to count matches)")
+			}
+		case window.CountIf:
+			prog, err := f.compile(p, arg, in)
+			if err != nil {
+				return nil, err
+			}
+			if prog.Type() != core.Bool {
+				return nil, f.errAt(p, "count_if(%s) is a %s, expected a bool condition", arg, prog.Type())
+			}
+			a.If = prog
+		default:
+			if arg == "" {
+				return nil, f.errAt(p, "%s needs a field, e.g. %s(delay)", m[1], m[1])
+			}
+			if _, err := in.Lookup(arg); err != nil {
+				return nil, f.errAt(p, "%v", err)
+			}
+			a.Field = arg
+		}
+		aggs = append(aggs, a)
+	}
+	return aggs, nil
+}
+
+// compile compiles an expression, reporting errors at their position inside
+// the expression's YAML value.
+func (f *File) compile(path, src string, in *core.Schema) (*eval.Program, error) {
+	prog, err := eval.Compile(src, in)
+	if err == nil {
+		return prog, nil
+	}
+	e := &Error{File: f.Path, Path: path, Msg: err.Error()}
+	e.Line, e.Column = f.pos(path)
+	var ee *eval.Error
+	if errors.As(err, &ee) && e.Line > 0 {
+		e.Msg = ee.Msg
+		if ee.Line > 1 {
+			e.Line += ee.Line - 1
+			e.Column = ee.Column
+		} else if ee.Column > 0 {
+			e.Column += ee.Column - 1 + f.quoteOffset(e.Line, e.Column)
+		}
+	}
+	return nil, e
+}
+
+// quoteOffset is 1 when the scalar at line:col starts with a quote.
+func (f *File) quoteOffset(line, col int) int {
+	data := f.lines()
+	if line-1 < len(data) {
+		l := data[line-1]
+		if col-1 < len(l) && (l[col-1] == '"' || l[col-1] == '\'') {
+			return 1
+		}
+	}
+	return 0
+}
+
+func (f *File) buildSink(opt Options) (core.Sink, error) {
+	sk := &f.Spec.Sink
+	i, err := exactlyOne("sink", f, []string{"csv", "jsonl", "stdout"}, []bool{sk.CSV != nil, sk.JSONL != nil, sk.Stdout != nil})
+	if err != nil {
+		return nil, err
+	}
+	switch i {
+	case 0:
+		c := sk.CSV
+		if c.Path == "" {
+			return nil, f.errAt("sink.csv", "missing path")
+		}
+		opts := sink.CSVOptions{Header: c.Header == nil || *c.Header}
+		if c.Delimiter != "" {
+			r := []rune(c.Delimiter)
+			if len(r) != 1 {
+				return nil, f.errAt("sink.csv.delimiter", "delimiter must be one character, not %q", c.Delimiter)
+			}
+			opts.Delimiter = r[0]
+		}
+		return mkdirSink{sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path))}, nil
+	case 1:
+		if sk.JSONL.Path == "" {
+			return nil, f.errAt("sink.jsonl", "missing path")
+		}
+		return mkdirSink{sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path))}, nil
+	}
+	format := sk.Stdout.Format
+	if format == "" {
+		format = "csv"
+	}
+	if format != "csv" && format != "jsonl" {
+		return nil, f.errAt("sink.stdout.format", "format %q: expected csv or jsonl", format)
+	}
+	w := opt.Stdout
+	if w == nil {
+		w = os.Stdout
+	}
+	sk2, err := sink.Stdout(format, w, sink.CSVOptions{Header: true})
+	if err != nil {
+		return nil, f.errAt("sink.stdout", "%v", err)
+	}
+	return sk2, nil
+}
+
+// mkdirSink creates a file sink's directory when the job starts, as users
+// of Flink's and Benthos's file sinks expect.
+type mkdirSink struct {
+	core.Sink
+	dir string
+}
+
+func (m mkdirSink) Open(s *core.Schema) error {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("sink directory: %w", err)
+	}
+	return m.Sink.Open(s)
+}

@@ -1,0 +1,8 @@
+// Package jobfile reads a job.yaml into a runnable core.Job.
+//
+// The file is decoded strictly: an unknown key, a value of the wrong type, a
+// missing required key or a reference to a field that does not exist is an
+// error naming the file, line and column, and what was expected. Values may
+// use ${VAR} and ${VAR:-default} environment interpolation; relative paths
+// are relative to the job file's directory. docs/JOB.md documents every key.
+package jobfile

@@ -1,0 +1,160 @@
+package jobfile
+
+import "github.com/goccy/go-yaml"
+
+// Spec is the decoded job.yaml. Field tags are the keys of the file.
+type Spec struct {
+	Name           string         `yaml:"name"`
+	OnError        string         `yaml:"on_error"`
+	DeadLetterPath string         `yaml:"dead_letter_path"`
+	Source         SourceSpec     `yaml:"source"`
+	EventTime      *EventTimeSpec `yaml:"event_time"`
+	Pipeline       []OpSpec       `yaml:"pipeline"`
+	Region         *RegionSpec    `yaml:"region"`
+	Post           []OpSpec       `yaml:"post"`
+	Sink           SinkSpec       `yaml:"sink"`
+	Runtime        RuntimeSpec    `yaml:"runtime"`
+}
+
+// SourceSpec holds exactly one source.
+type SourceSpec struct {
+	Parquet   *ParquetSpec   `yaml:"parquet"`
+	CSV       *CSVSpec       `yaml:"csv"`
+	JSONL     *JSONLSpec     `yaml:"jsonl"`
+	Stdin     *StdinSpec     `yaml:"stdin"`
+	Generator *GeneratorSpec `yaml:"generator"`
+}
+
+// ParquetSpec reads a Parquet file.
+type ParquetSpec struct {
+	Path    string   `yaml:"path"`
+	Columns []string `yaml:"columns"`
+}
+
+// CSVSpec reads a CSV file.
+type CSVSpec struct {
+	Path      string        `yaml:"path"`
+	Header    *bool         `yaml:"header"`
+	Delimiter string        `yaml:"delimiter"`
+	Columns   yaml.MapSlice `yaml:"columns"` // name: type, in file order
+}
+
+// JSONLSpec reads JSON lines.
+type JSONLSpec struct {
+	Path   string        `yaml:"path"`
+	Fields yaml.MapSlice `yaml:"fields"` // name: type
+}
+
+// StdinSpec reads standard input.
+type StdinSpec struct {
+	Format    string        `yaml:"format"` // csv | jsonl
+	Header    *bool         `yaml:"header"`
+	Delimiter string        `yaml:"delimiter"`
+	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+}
+
+// GeneratorSpec generates records (seq, key, value, ts).
+type GeneratorSpec struct {
+	Seed         uint64  `yaml:"seed"`
+	Count        int64   `yaml:"count"`
+	Rate         float64 `yaml:"rate"`
+	Keys         int     `yaml:"keys"`
+	Distribution string  `yaml:"distribution"`
+	ZipfS        float64 `yaml:"zipf_s"`
+	Start        string  `yaml:"start"`
+	Step         string  `yaml:"step"`
+}
+
+// EventTimeSpec says where event time comes from.
+type EventTimeSpec struct {
+	Field             string `yaml:"field"`
+	Unit              string `yaml:"unit"`
+	MaxOutOfOrderness string `yaml:"max_out_of_orderness"`
+}
+
+// RegionSpec is the parallel region.
+type RegionSpec struct {
+	Channels  int      `yaml:"channels"`
+	KeyBy     []string `yaml:"key_by"`
+	KeyGroups int      `yaml:"key_groups"`
+	Ordered   *bool    `yaml:"ordered"`
+	Ops       []OpSpec `yaml:"ops"`
+}
+
+// OpSpec holds exactly one operator, and optionally its name.
+type OpSpec struct {
+	Name       string          `yaml:"name"`
+	Filter     *string         `yaml:"filter"`
+	Map        yaml.MapSlice   `yaml:"map"` // name: expression
+	Project    []string        `yaml:"project"`
+	LookupCSV  *LookupCSVSpec  `yaml:"lookup_csv"`
+	LookupHTTP *LookupHTTPSpec `yaml:"lookup_http"`
+	Window     *WindowSpec     `yaml:"window"`
+	Aggregate  *AggregateSpec  `yaml:"aggregate"`
+}
+
+// LookupCSVSpec joins with a CSV table.
+type LookupCSVSpec struct {
+	Path     string   `yaml:"path"`
+	Key      string   `yaml:"key"`
+	TableKey string   `yaml:"table_key"`
+	Fields   []string `yaml:"fields"` // "column" or "column as name"
+	OnMiss   string   `yaml:"on_miss"`
+}
+
+// LookupHTTPSpec joins with an HTTP JSON endpoint behind a cache.
+type LookupHTTPSpec struct {
+	URL       string        `yaml:"url"`
+	Key       string        `yaml:"key"`
+	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	TTL       string        `yaml:"ttl"`
+	MaxCost   int64         `yaml:"max_cost"`
+	Timeout   string        `yaml:"timeout"`
+	OnMiss    string        `yaml:"on_miss"`
+	CacheKeys int64         `yaml:"cache_counters"`
+}
+
+// WindowSpec is an event-time window aggregate.
+type WindowSpec struct {
+	Key        []string      `yaml:"key"`
+	Size       string        `yaml:"size"`
+	Slide      string        `yaml:"slide"`
+	Aggregates yaml.MapSlice `yaml:"aggregates"` // name: fn(arg)
+	Late       string        `yaml:"late"`
+}
+
+// AggregateSpec is a keyed running aggregate without windows.
+type AggregateSpec struct {
+	Key        []string      `yaml:"key"`
+	Aggregates yaml.MapSlice `yaml:"aggregates"`
+}
+
+// SinkSpec holds exactly one sink.
+type SinkSpec struct {
+	CSV    *CSVSinkSpec   `yaml:"csv"`
+	JSONL  *JSONLSinkSpec `yaml:"jsonl"`
+	Stdout *StdoutSpec    `yaml:"stdout"`
+}
+
+// CSVSinkSpec writes a CSV file.
+type CSVSinkSpec struct {
+	Path      string `yaml:"path"`
+	Header    *bool  `yaml:"header"`
+	Delimiter string `yaml:"delimiter"`
+}
+
+// JSONLSinkSpec writes JSON lines.
+type JSONLSinkSpec struct {
+	Path string `yaml:"path"`
+}
+
+// StdoutSpec writes to standard output.
+type StdoutSpec struct {
+	Format string `yaml:"format"` // csv | jsonl
+}
+
+// RuntimeSpec tunes the runtime.
+type RuntimeSpec struct {
+	RingSize int   `yaml:"ring_size"`
+	Pin      *bool `yaml:"pin"`
+}
