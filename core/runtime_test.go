@@ -139,7 +139,9 @@ func expected(recs []rec) []string {
 		a.total += r.v
 		a.hi = max(a.hi, r.v)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1] })
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
 	var out []string
 	for _, k := range keys {
 		a := m[k]
