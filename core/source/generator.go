@@ -56,7 +56,7 @@ var GeneratorSchema = core.MustSchema(
 // core.Linger ns of the batch's first. A consumer that falls behind gets
 // the records it missed in full batches at once (the schedule does not
 // slip, so that latency measured against intended send times is honest).
-// Pos is i+1.
+// Pos is i+1. A generator with a Count implements core.Sized.
 func Generator(opts GeneratorOptions) (core.Source, error) {
 	if opts.Count < 0 {
 		return nil, fmt.Errorf("generator: count %d is negative", opts.Count)
@@ -93,8 +93,17 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 		s := strconv.Itoa(k)
 		g.keys[k] = "k" + zeros(width-len(s)) + s
 	}
+	if opts.Count > 0 {
+		return sizedGenerator{g}, nil
+	}
 	return g, nil
 }
+
+// sizedGenerator is a generator with a Count: it implements core.Sized.
+type sizedGenerator struct{ *generator }
+
+// Size is Count.
+func (g sizedGenerator) Size() int64 { return g.opts.Count }
 
 func zeros(n int) string {
 	b := make([]byte, n)
@@ -116,9 +125,6 @@ type generator struct {
 }
 
 func (g *generator) Schema() *core.Schema { return GeneratorSchema }
-
-// Size is Count (core.Sized); 0 for an unbounded generator.
-func (g *generator) Size() int64 { return g.opts.Count }
 
 // Next returns the next batch, owned by the caller (see Generator for the
 // rate schedule), (nil, io.EOF) after Count records, or ctx.Err() when ctx

@@ -1,0 +1,169 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"streamd/core"
+)
+
+// bufSize is the output buffer, in bytes: formatted records collect in it
+// and are written out when it holds at least this much.
+const bufSize = 256 << 10
+
+// CSV returns a sink that writes CSV (see CSVOptions) to the file at path,
+// atomically: nothing appears under path before Close succeeds. An invalid
+// delimiter or an unwritable directory is an error from Open.
+func CSV(path string, opts CSVOptions) core.Sink {
+	return &textSink{kind: "csv", name: path, path: path, format: &csvFormat{opts: opts}}
+}
+
+// JSONL returns a sink that writes one JSON object per record to the file
+// at path, atomically (see CSV).
+func JSONL(path string) core.Sink {
+	return &textSink{kind: "jsonl", name: path, path: path, format: &jsonFormat{}}
+}
+
+// Stdout returns a sink that writes format "csv" (with opts) or "jsonl" to
+// w (os.Stdout in production), buffered: output reaches w when the buffer
+// fills and on Close, which does not close w. Abort drops what is still
+// buffered; what was written before stays written.
+func Stdout(format string, w io.Writer, opts CSVOptions) (core.Sink, error) {
+	s := &textSink{kind: format, name: "stdout", out: w}
+	switch format {
+	case "csv":
+		s.format = &csvFormat{opts: opts}
+	case "jsonl":
+		s.format = &jsonFormat{}
+	default:
+		return nil, fmt.Errorf("stdout sink: unknown format %q (expected csv or jsonl)", format)
+	}
+	return s, nil
+}
+
+type state uint8
+
+const (
+	created state = iota
+	opened
+	done // closed or aborted
+)
+
+// textSink formats batches into buf and writes buf to out: the temporary
+// file of a file sink, or the writer of a Stdout sink. Used by one
+// goroutine.
+type textSink struct {
+	kind   string // "csv" or "jsonl", for errors
+	name   string // the path, or "stdout"
+	path   string // "" for Stdout
+	format format
+	file   *atomicFile
+	out    io.Writer
+	buf    []byte
+	state  state
+	err    error // the first write error; every later call returns it
+}
+
+var errNotOpen = errors.New("sink is not open")
+
+func (s *textSink) fail(err error) error {
+	if s.err == nil {
+		s.err = fmt.Errorf("%s sink %s: %w", s.kind, s.name, err)
+	}
+	return s.err
+}
+
+// Open creates the temporary file (file sinks) and formats the header.
+func (s *textSink) Open(schema *core.Schema) error {
+	if s.state != created {
+		return s.fail(errors.New("opened twice"))
+	}
+	s.buf = make([]byte, 0, bufSize+bufSize/4)
+	var err error
+	if s.buf, err = s.format.open(s.buf, schema); err != nil {
+		return s.fail(err)
+	}
+	if s.path != "" {
+		if s.file, err = createAtomic(s.path); err != nil {
+			return s.fail(err)
+		}
+		s.out = s.file
+	}
+	s.state = opened
+	return nil
+}
+
+// Write formats the records of b; b is borrowed (the caller releases it).
+// Output is written when the buffer fills; a write error (a full disk) is
+// returned here or by a later call. Marker batches are ignored.
+func (s *textSink) Write(b *core.Batch) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.state != opened {
+		return s.fail(errNotOpen)
+	}
+	if b.Kind != core.Data {
+		return nil
+	}
+	s.buf = s.format.batch(s.buf, b)
+	if len(s.buf) >= bufSize {
+		return s.flush()
+	}
+	return nil
+}
+
+func (s *textSink) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	_, err := s.out.Write(s.buf)
+	s.buf = s.buf[:0]
+	if err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+// Close writes what is buffered and completes the output: a file sink
+// fsyncs its temporary file, renames it to the final path and fsyncs the
+// directory. If that fails the temporary file is removed and the error
+// returned; an earlier file at the path is left as it was. Safe to call
+// more than once (later calls return the first error).
+func (s *textSink) Close() error {
+	if s.state == done {
+		return s.err
+	}
+	if s.state != opened {
+		s.state = done
+		return s.fail(errNotOpen)
+	}
+	s.state = done
+	err := s.err
+	if err == nil {
+		err = s.flush()
+	}
+	if s.file != nil {
+		if err != nil {
+			s.file.abort()
+		} else if cerr := s.file.commit(); cerr != nil {
+			err = s.fail(cerr)
+		}
+	}
+	s.buf = nil
+	return err
+}
+
+// Abort discards the output: a file sink removes its temporary file; a
+// Stdout sink drops its buffer. Abort after Close does nothing.
+func (s *textSink) Abort() {
+	if s.state == done {
+		return
+	}
+	s.state = done
+	if s.file != nil {
+		s.file.abort()
+	}
+	s.buf = nil
+}
