@@ -112,6 +112,9 @@ func TestGeneratorRate(t *testing.T) {
 
 func TestGeneratorUnboundedCtx(t *testing.T) {
 	g, _ := Generator(GeneratorOptions{})
+	if _, ok := g.(core.Sized); ok {
+		t.Fatal("an unbounded generator claims a size")
+	}
 	c, cancel := context.WithCancel(ctx)
 	for range 10 {
 		b, err := g.Next(c)

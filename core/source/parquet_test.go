@@ -263,6 +263,17 @@ func TestParquetTypes(t *testing.T) {
 	}
 }
 
+func TestParquetNoRows(t *testing.T) {
+	s, err := Parquet(writeTyped(t, nil), []string{"s", "i32"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Next(ctx); err != io.EOF || s.Size() != 0 {
+		t.Fatalf("empty file: %v, size %d", err, s.Size())
+	}
+}
+
 func TestParquetNulls(t *testing.T) {
 	rows := make([]typed, 2000)
 	for i := range rows {
