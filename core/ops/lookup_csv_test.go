@@ -15,7 +15,7 @@ import (
 // dataDir finds shared/data beside the repository root by walking up from
 // the working directory. The data are part of the project: missing data
 // fail the test, never skip it.
-func dataDir(t *testing.T) string {
+func dataDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {

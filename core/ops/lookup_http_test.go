@@ -1,0 +1,295 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"streamd/core"
+)
+
+// airportServer is a loopback JSON service: GET /airports/{code} answers
+// {"city": …, "elevation": …, "hub": …} for known codes, 404 for unknown
+// ones, 500 for "BAD", and never answers "SLOW" (until the client gives up).
+type airportServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests map[string]int
+	total    atomic.Int64
+}
+
+var airportData = map[string]map[string]any{
+	"ORD":     {"city": "Chicago", "elevation": 672, "hub": true, "opened": "1944-01-01"},
+	"ATL":     {"city": "Atlanta", "elevation": 1026, "hub": true},
+	"SFO":     {"city": "San Francisco", "elevation": 13.0, "hub": false},
+	"JFK":     {"city": "New York", "elevation": nil},
+	"DBN":     {"city": "Dublin", "elevation": "309"},
+	"A B/C":   {"city": "Escaped"},
+	"WEIRD":   {"city": 42, "elevation": "high"},
+	"NOTJSON": nil,
+}
+
+func newAirportServer(t *testing.T) *airportServer {
+	s := &airportServer{requests: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := strings.TrimPrefix(r.URL.Path, "/airports/")
+		s.total.Add(1)
+		s.mu.Lock()
+		s.requests[code]++
+		s.mu.Unlock()
+		switch code {
+		case "SLOW":
+			<-r.Context().Done()
+			return
+		case "BAD":
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		case "NOTJSON":
+			fmt.Fprint(w, "<html>")
+			return
+		}
+		a, ok := airportData[code]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(a)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *airportServer) count(code string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[code]
+}
+
+var cityFields = []core.Field{{Name: "city", Type: core.String}, {Name: "elevation", Type: core.Int64}, {Name: "hub", Type: core.Bool}}
+
+func originBatch(origins ...string) *core.Batch {
+	fs := make([]flight, len(origins))
+	for i, o := range origins {
+		fs[i] = flight{"AA", o, int64(i), 100}
+	}
+	return flightBatch(fs)
+}
+
+func TestLookupHTTPOneRequestPerKey(t *testing.T) {
+	srv := newAirportServer(t)
+	def, err := LookupHTTP("cities", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields}, flights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, city string, elevation int64, hub bool)"; got != want {
+		t.Fatalf("schema %s, want %s", got, want)
+	}
+	// 300 records over 5 distinct keys, in two batches: 5 requests.
+	keys := []string{"ORD", "ATL", "SFO", "JFK", "DBN"}
+	var origins []string
+	for i := range 300 {
+		origins = append(origins, keys[i*7%len(keys)])
+	}
+	out, err := run(t, def, core.Env{}, originBatch(origins[:200]...), originBatch(origins[200:]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.total.Load(); n != int64(len(keys)) {
+		t.Errorf("%d requests for %d distinct keys", n, len(keys))
+	}
+	if len(out) != 300 {
+		t.Fatalf("%d records, want 300", len(out))
+	}
+	for i, r := range out {
+		checkMeta(t, r, i%200)
+		a := airportData[origins[i]]
+		if r.vals[1].Str() != origins[i] || r.vals[4].Str() != a["city"] {
+			t.Fatalf("record %d: %s → %q, want %q", i, r.vals[1].Str(), r.vals[4].Str(), a["city"])
+		}
+	}
+	byOrigin := map[string][]core.Value{}
+	for _, r := range out {
+		byOrigin[r.vals[1].Str()] = r.vals
+	}
+	for code, want := range map[string]struct {
+		elev int64
+		hub  bool
+	}{"ORD": {672, true}, "SFO": {13, false}, "JFK": {0, false}, "DBN": {309, false}} {
+		if v := byOrigin[code]; v[5].Int() != want.elev || v[6].Bool() != want.hub {
+			t.Errorf("%s: elevation %d hub %v, want %d %v", code, v[5].Int(), v[6].Bool(), want.elev, want.hub)
+		}
+	}
+	st := def.Stats()
+	if st["requests"] != 5 || st["misses"] != 200 || st["hits"] != 100 || st["errors"] != 0 {
+		t.Errorf("stats %v; want 5 requests, 200 misses (first batch), 100 hits", st)
+	}
+}
+
+func TestLookupHTTPSharedCacheAndTTL(t *testing.T) {
+	srv := newAirportServer(t)
+	def, err := LookupHTTP("cities", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin",
+		Fields: cityFields, TTL: 150 * time.Millisecond}, flights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two instances (two channels) share one cache.
+	a, _ := def.New(core.Env{Channel: 0, Channels: 2})
+	b, _ := def.New(core.Env{Channel: 1, Channels: 2})
+	discard := core.NewEmitter(def.Out, func(b *core.Batch) error { b.Release(); return nil }, nil)
+	process := func(op core.Operator, origins ...string) {
+		in := originBatch(origins...)
+		if err := op.Process(in, discard); err != nil {
+			t.Fatal(err)
+		}
+		discard.Flush()
+		in.Release()
+	}
+	process(a, "ORD", "ORD")
+	process(b, "ORD")
+	if n := srv.count("ORD"); n != 1 {
+		t.Errorf("ORD fetched %d times by two instances within the TTL, want 1", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	process(b, "ORD")
+	if n := srv.count("ORD"); n != 2 {
+		t.Errorf("ORD fetched %d times after the TTL expired, want 2", n)
+	}
+	a.Finish(0, discard)
+	b.Finish(0, discard)
+	b.Finish(0, discard) // idempotent
+}
+
+func TestLookupHTTPNotFound(t *testing.T) {
+	srv := newAirportServer(t)
+	opts := LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields}
+	batch := func() *core.Batch { return originBatch("ORD", "XXX", "ATL", "XXX") }
+
+	def, _ := LookupHTTP("l", opts, flights, nil) // on_miss: null
+	out, err := run(t, def, core.Env{}, batch(), batch())
+	if err != nil || len(out) != 8 {
+		t.Fatalf("null: %d records, %v", len(out), err)
+	}
+	if v := out[1].vals; v[1].Str() != "XXX" || v[4].Str() != "" || v[5].Int() != 0 || v[6].Bool() {
+		t.Errorf("null: missed record got %v", v)
+	}
+	if n := srv.count("XXX"); n != 1 {
+		t.Errorf("404 fetched %d times, want 1 (404s are cached)", n)
+	}
+	if st := def.Stats(); st["not_found"] != 1 || st["errors"] != 0 {
+		t.Errorf("stats %v", st)
+	}
+
+	opts.OnMiss = "drop"
+	def, _ = LookupHTTP("l", opts, flights, nil)
+	out, err = run(t, def, core.Env{}, batch())
+	if err != nil || len(out) != 2 || out[1].vals[1].Str() != "ATL" {
+		t.Errorf("drop: %v, %v", out, err)
+	}
+	checkMeta(t, out[1], 2)
+
+	opts.OnMiss = "error"
+	p, _ := policyFor(t, core.Skip)
+	def, _ = LookupHTTP("l", opts, flights, p)
+	out, err = run(t, def, core.Env{}, batch())
+	if err != nil || len(out) != 2 || p.Skipped.Load() != 2 {
+		t.Errorf("error + skip: %d records, %d skipped, %v", len(out), p.Skipped.Load(), err)
+	}
+	def, _ = LookupHTTP("l", opts, flights, nil)
+	_, err = run(t, def, core.Env{}, batch())
+	var re *core.RecordError
+	if !errors.As(err, &re) || re.Pos != metaOf(1).Pos || !errors.Is(err, errNotFound) {
+		t.Errorf("error + fail: %v", err)
+	}
+}
+
+func TestLookupHTTPFailures(t *testing.T) {
+	srv := newAirportServer(t)
+	p, path := policyFor(t, core.DeadLetter)
+	def, err := LookupHTTP("l", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields,
+		Timeout: 100 * time.Millisecond}, flights, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := run(t, def, core.Env{}, originBatch("ORD", "SLOW", "BAD", "NOTJSON", "WEIRD", "SLOW", "ATL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("a batch with a slow key took %s; the timeout is 100ms", d)
+	}
+	if len(out) != 2 || out[0].vals[4].Str() != "Chicago" || out[1].vals[4].Str() != "Atlanta" {
+		t.Errorf("out %v", out)
+	}
+	checkMeta(t, out[1], 6)
+	if p.DeadLettered.Load() != 5 {
+		t.Errorf("%d dead letters, want 5", p.DeadLettered.Load())
+	}
+	p.Close()
+	dead := readFile(t, path)
+	for _, want := range []string{"no response within 100ms", "500 Internal Server Error", "not a JSON object", `member \"elevation\": \"high\" is not an int64`} {
+		if !strings.Contains(dead, want) {
+			t.Errorf("dead letters lack %q:\n%s", want, dead)
+		}
+	}
+	if st := def.Stats(); st["errors"] != 4 || st["requests"] != 6 {
+		t.Errorf("stats %v; want 4 errors (SLOW, BAD, NOTJSON, WEIRD) of 6 requests", st)
+	}
+	// Failures are not cached: the next batch asks again.
+	def2, _ := LookupHTTP("l", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields,
+		Timeout: 100 * time.Millisecond}, flights, nil)
+	_, err = run(t, def2, core.Env{}, originBatch("SLOW"))
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("fail policy on a timeout: %v", err)
+	}
+	if n := srv.count("SLOW"); n != 2 {
+		t.Errorf("SLOW asked %d times, want 2", n)
+	}
+}
+
+func TestLookupHTTPEscapesKeys(t *testing.T) {
+	srv := newAirportServer(t)
+	def, err := LookupHTTP("l", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields[:1]}, flights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, def, core.Env{}, originBatch("A B/C"))
+	if err != nil || out[0].vals[4].Str() != "Escaped" {
+		t.Errorf("path-escaped key: %v %v", out, err)
+	}
+	var got string
+	q := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Query().Get("code")
+		fmt.Fprint(w, `{"city": "Q"}`)
+	}))
+	defer q.Close()
+	def, _ = LookupHTTP("l", LookupHTTPOptions{URL: q.URL + "/a?code={key}", Key: "origin", Fields: cityFields[:1]}, flights, nil)
+	if _, err := run(t, def, core.Env{}, originBatch("A&B=C")); err != nil || got != "A&B=C" {
+		t.Errorf("query-escaped key arrived as %q, %v", got, err)
+	}
+}
+
+func TestLookupHTTPConstructorErrors(t *testing.T) {
+	for _, tt := range []struct {
+		opts LookupHTTPOptions
+		msg  string
+	}{
+		{LookupHTTPOptions{URL: "http://127.0.0.1/a", Key: "origin", Fields: cityFields}, "has no {key}"},
+		{LookupHTTPOptions{URL: "ftp://127.0.0.1/{key}", Key: "origin", Fields: cityFields}, "expected an http or https URL"},
+		{LookupHTTPOptions{URL: "http://127.0.0.1/{key}", Key: "orign", Fields: cityFields}, `no field "orign"`},
+		{LookupHTTPOptions{URL: "http://127.0.0.1/{key}", Key: "origin"}, "no fields"},
+		{LookupHTTPOptions{URL: "http://127.0.0.1/{key}", Key: "origin", Fields: []core.Field{{Name: "delay", Type: core.Int64}}}, "already in the input"},
+		{LookupHTTPOptions{URL: "http://127.0.0.1/{key}", Key: "origin", Fields: cityFields, OnMiss: "ignore"}, "on_miss"},
+	} {
+		if _, err := LookupHTTP("l", tt.opts, flights, nil); err == nil || !strings.Contains(err.Error(), tt.msg) {
+			t.Errorf("%+v: err = %v, want %q", tt.opts, err, tt.msg)
+		}
+	}
+}
