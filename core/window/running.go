@@ -18,6 +18,8 @@ type RunningSpec struct {
 }
 
 type running struct {
+	key  tuple
+	next *running
 	accs []acc
 }
 
@@ -44,7 +46,7 @@ func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
 	if err != nil {
 		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
 	}
-	state := kvstate.NewMap[tuple, running](spec.Groups)
+	state := kvstate.NewMap[uint64, running](spec.Groups)
 	return core.OperatorDef{Name: spec.Name, Out: out, New: func(env core.Env) (core.Operator, error) {
 		return &runningOp{spec: spec, key: key, aggs: aggs, state: state, env: env}, nil
 	}}, nil
@@ -55,7 +57,7 @@ type runningOp struct {
 	spec  RunningSpec
 	key   keyDef
 	aggs  []bound
-	state *kvstate.Map[tuple, running]
+	state *kvstate.Map[uint64, running]
 	env   core.Env
 }
 
@@ -63,12 +65,16 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 	nk := len(r.key.idx)
 	for i := 0; i < in.Len; i++ {
 		row := in.Row(i)
-		g := kvstate.KeyGroup(in.Hash[i], r.spec.Groups)
+		h := in.Hash[i]
+		g := kvstate.KeyGroup(h, r.spec.Groups)
 		k := r.key.of(row)
-		st := r.state.Get(g, k)
+		st := r.state.Get(g, h)
+		for st != nil && st.key != k {
+			st = st.next
+		}
 		if st == nil {
-			st = &running{accs: make([]acc, len(r.aggs))}
-			r.state.Put(g, k, st)
+			st = &running{key: k, next: r.state.Get(g, h), accs: make([]acc, len(r.aggs))}
+			r.state.Put(g, h, st)
 		}
 		for a := range r.aggs {
 			if err := r.aggs[a].add(&st.accs[a], row); err != nil {

@@ -28,8 +28,12 @@ type Spec struct {
 	Groups int
 }
 
-// keyState is one key's open windows.
+// keyState is one key's open windows. States are found by the key's hash
+// (computed once by the splitter) and chained on the rare hash collision,
+// so a lookup hashes 8 bytes, not the key tuple.
 type keyState struct {
+	key   tuple
+	next  *keyState
 	panes []pane
 }
 
@@ -39,8 +43,9 @@ type pane struct {
 }
 
 type ref struct {
-	g   int32
-	key tuple
+	g  int32
+	h  uint64
+	st *keyState
 }
 
 // New binds a window aggregate to its input schema. Output schema:
@@ -78,7 +83,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	if err != nil {
 		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
 	}
-	state := kvstate.NewMap[tuple, keyState](spec.Groups)
+	state := kvstate.NewMap[uint64, keyState](spec.Groups)
 	nk := len(key.idx)
 	order := func(a, b []core.Value) int {
 		if c := core.Compare(core.Timestamp, a[1], b[1]); c != 0 {
@@ -107,7 +112,7 @@ type windowOp struct {
 	key   keyDef
 	aggs  []bound
 	nk    int
-	state *kvstate.Map[tuple, keyState]
+	state *kvstate.Map[uint64, keyState]
 	env   core.Env
 
 	// fire indexes open panes by window end: the derived data that lets a
@@ -115,8 +120,9 @@ type windowOp struct {
 	fire  map[int64][]ref
 	ends  []int64 // the keys of fire, sorted
 	wm    int64
-	free  [][]acc
-	spare [][]ref
+	free   [][]acc
+	spare  [][]ref
+	states []*keyState // emptied key states, reused so steady state allocates nothing
 }
 
 func (w *windowOp) newAccs() []acc {
@@ -149,12 +155,12 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			}
 			continue
 		}
-		g := kvstate.KeyGroup(in.Hash[i], w.spec.Groups)
+		h := in.Hash[i]
+		g := kvstate.KeyGroup(h, w.spec.Groups)
 		k := w.key.of(row)
-		st := w.state.Get(g, k)
+		st := w.lookup(g, h, &k)
 		if st == nil {
-			st = &keyState{}
-			w.state.Put(g, k, st)
+			st = w.insert(g, h, &k)
 		}
 		for start := first; start <= last; start += slide {
 			end := start + size
@@ -165,7 +171,7 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			if p == nil {
 				st.panes = append(st.panes, pane{end: end, accs: w.newAccs()})
 				p = &st.panes[len(st.panes)-1]
-				w.index(end, ref{g: int32(g), key: k})
+				w.index(end, ref{g: int32(g), h: h, st: st})
 			}
 			for a := range w.aggs {
 				if err := w.aggs[a].add(&p.accs[a], row); err != nil {
@@ -177,6 +183,49 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 	}
 	return nil
+}
+
+func (w *windowOp) lookup(g int, h uint64, k *tuple) *keyState {
+	st := w.state.Get(g, h)
+	for st != nil && st.key != *k {
+		st = st.next
+	}
+	return st
+}
+
+// insert adds an empty state for key k (not present) with hash h.
+func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
+	var st *keyState
+	if n := len(w.states); n > 0 {
+		st = w.states[n-1]
+		w.states = w.states[:n-1]
+	} else {
+		st = &keyState{}
+	}
+	st.key = *k
+	st.next = w.state.Get(g, h)
+	w.state.Put(g, h, st)
+	return st
+}
+
+// remove unlinks st (hash h) and keeps it for reuse.
+func (w *windowOp) remove(g int, h uint64, st *keyState) {
+	head := w.state.Get(g, h)
+	switch {
+	case head == st && st.next == nil:
+		w.state.Delete(g, h)
+	case head == st:
+		w.state.Put(g, h, st.next)
+	default:
+		for p := head; p != nil; p = p.next {
+			if p.next == st {
+				p.next = st.next
+				break
+			}
+		}
+	}
+	st.next, st.key = nil, tuple{}
+	w.states = append(w.states, st)
 }
 
 func (s *keyState) find(end int64) *pane {
@@ -221,22 +270,22 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 		w.ends = w.ends[1:]
 		refs := w.fire[end]
 		delete(w.fire, end)
-		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.key, &b.key) })
+		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.st.key, &b.st.key) })
 		for _, r := range refs {
-			st := w.state.Get(int(r.g), r.key)
+			st := r.st
 			i := slices.IndexFunc(st.panes, func(p pane) bool { return p.end == end })
 			p := st.panes[i]
 			row := out.Append(seq, 0, end-1, 0)
 			row[0] = core.TimeValue(end - w.spec.Size)
 			row[1] = core.TimeValue(end)
-			copy(row[2:], r.key[:w.nk])
+			copy(row[2:], st.key[:w.nk])
 			for a := range w.aggs {
 				row[2+w.nk+a] = w.aggs[a].result(&p.accs[a])
 			}
 			w.free = append(w.free, p.accs)
 			st.panes = slices.Delete(st.panes, i, i+1)
 			if len(st.panes) == 0 {
-				w.state.Delete(int(r.g), r.key)
+				w.remove(int(r.g), r.h, st)
 			}
 		}
 		w.spare = append(w.spare, refs)
