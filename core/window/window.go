@@ -117,9 +117,9 @@ type windowOp struct {
 
 	// fire indexes open panes by window end: the derived data that lets a
 	// watermark find what to fire without scanning key groups.
-	fire  map[int64][]ref
-	ends  []int64 // the keys of fire, sorted
-	wm    int64
+	fire   map[int64][]ref
+	ends   []int64 // the keys of fire, sorted
+	wm     int64
 	free   [][]acc
 	spare  [][]ref
 	states []*keyState // emptied key states, reused so steady state allocates nothing
