@@ -118,6 +118,13 @@ func baseName(p string) string {
 	return p
 }
 
+// fill sets *p to a zero T when the key is present but *p is nil.
+func fill[T any](present bool, p **T) {
+	if present && *p == nil {
+		*p = new(T)
+	}
+}
+
 func exactlyOne(path string, f *File, names []string, set []bool) (int, error) {
 	idx := -1
 	for i, s := range set {
@@ -162,6 +169,13 @@ func (f *File) duration(path, s string, def time.Duration) (time.Duration, error
 
 func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 	src := &f.Spec.Source
+	// A key with no value ("stdin:") decodes to nil; it still names the
+	// source.
+	fill(f.present("source.parquet"), &src.Parquet)
+	fill(f.present("source.csv"), &src.CSV)
+	fill(f.present("source.jsonl"), &src.JSONL)
+	fill(f.present("source.stdin"), &src.Stdin)
+	fill(f.present("source.generator"), &src.Generator)
 	i, err := exactlyOne("source", f, []string{"parquet", "csv", "jsonl", "stdin", "generator"},
 		[]bool{src.Parquet != nil, src.CSV != nil, src.JSONL != nil, src.Stdin != nil, src.Generator != nil})
 	if err != nil {
@@ -359,6 +373,9 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 		def, err = ops.ProjectColumns(name, cols, in)
 	case 3:
 		l := o.LookupCSV
+		if err := f.lookupKey(kp, l.Key, in); err != nil {
+			return def, err
+		}
 		opts := ops.LookupCSVOptions{Path: f.path(l.Path), Key: l.Key, TableKey: l.TableKey, OnMiss: l.OnMiss}
 		for _, fl := range l.Fields {
 			col, as := splitAs(fl)
@@ -367,6 +384,9 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 		def, err = ops.LookupCSV(name, opts, in, errs)
 	case 4:
 		l := o.LookupHTTP
+		if err := f.lookupKey(kp, l.Key, in); err != nil {
+			return def, err
+		}
 		fs, ferr := f.fields(kp+".fields", l.Fields)
 		if ferr != nil {
 			return def, ferr
@@ -394,6 +414,9 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 		if derr != nil {
 			return def, derr
 		}
+		if slide < 0 || slide > size || slide > 0 && size%slide != 0 {
+			return def, f.errAt(kp+".slide", "slide %s must be positive, at most the size %s, and divide it", slide, size)
+		}
 		key := w.Key
 		if len(key) == 0 {
 			key = reg.Key
@@ -409,6 +432,9 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 		switch w.Late {
 		case "", "drop":
 		case "dead_letter":
+			if f.Spec.DeadLetterPath == "" {
+				return def, f.errAt(kp+".late", "late: dead_letter needs dead_letter_path")
+			}
 			late = true
 		default:
 			return def, f.errAt(kp+".late", "late %q: expected drop or dead_letter", w.Late)
@@ -431,9 +457,24 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 		def, err = window.NewRunning(window.RunningSpec{Name: name, Key: key, Aggs: aggs, Groups: reg.Groups}, in)
 	}
 	if err != nil {
-		return def, f.errAt(kp, "%v", err)
+		// The operator's errors start with its name, which is kp unless
+		// the file names it.
+		msg := strings.TrimPrefix(err.Error(), opNames[k]+" "+name+": ")
+		msg = strings.TrimPrefix(msg, name+": ")
+		return def, f.errAt(kp, "%s", msg)
 	}
 	return def, nil
+}
+
+// lookupKey checks a lookup's key field.
+func (f *File) lookupKey(kp, key string, in *core.Schema) error {
+	if key == "" {
+		return f.errAt(kp, "missing key (the input field to look up)")
+	}
+	if _, err := in.Lookup(key); err != nil {
+		return f.errAt(kp+".key", "%v", err)
+	}
+	return nil
 }
 
 var asRe = regexp.MustCompile(`^\s*(\S+)\s+as\s+(\S+)\s*$`)
@@ -447,6 +488,13 @@ func splitAs(s string) (string, string) {
 
 var aggRe = regexp.MustCompile(`^\s*(\w+)\s*(?:\((.*)\))?\s*$`)
 
+func article(t core.Type) string {
+	if t == core.Int64 {
+		return "an int64"
+	}
+	return "a " + t.String()
+}
+
 func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]window.Agg, error) {
 	if len(ms) == 0 {
 		return nil, f.errAt(path, "no aggregates (expected name: fn(arg), e.g. flights: count)")
@@ -457,6 +505,7 @@ func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]win
 		p := path + "." + name
 		src, _ := it.Value.(string)
 		m := aggRe.FindStringSubmatch(src)
+		mi := aggRe.FindStringSubmatchIndex(src)
 		if m == nil {
 			return nil, f.errAt(p, "%q: expected fn(arg), e.g. count, sum(distance), count_if(delay > 15)", src)
 		}
@@ -472,20 +521,31 @@ func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]win
 				return nil, f.errAt(p, "count takes no argument (use count_if(cond) to count matches)")
 			}
 		case window.CountIf:
-			prog, err := f.compile(p, arg, in)
+			if arg == "" {
+				return nil, f.errAt(p, "count_if needs a condition, e.g. count_if(delay > 15)")
+			}
+			lo := mi[4] + strings.Index(m[2], arg)
+			prog, err := f.compileIn(p, src, lo, lo+len(arg), in)
 			if err != nil {
 				return nil, err
 			}
 			if prog.Type() != core.Bool {
-				return nil, f.errAt(p, "count_if(%s) is a %s, expected a bool condition", arg, prog.Type())
+				return nil, f.errAt(p, "count_if(%s) is %s, expected a bool condition", arg, article(prog.Type()))
 			}
 			a.If = prog
 		default:
 			if arg == "" {
 				return nil, f.errAt(p, "%s needs a field, e.g. %s(delay)", m[1], m[1])
 			}
-			if _, err := in.Lookup(arg); err != nil {
+			i, err := in.Lookup(arg)
+			if err != nil {
 				return nil, f.errAt(p, "%v", err)
+			}
+			switch t := in.Fields[i].Type; {
+			case t == core.Int64 || t == core.Float64:
+			case t == core.Timestamp && (fn == window.Min || fn == window.Max):
+			default:
+				return nil, f.errAt(p, "%s(%s): %q is %s; expected an int64 or float64 field (min and max also take a timestamp)", m[1], arg, arg, article(t))
 			}
 			a.Field = arg
 		}
@@ -497,39 +557,107 @@ func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]win
 // compile compiles an expression, reporting errors at their position inside
 // the expression's YAML value.
 func (f *File) compile(path, src string, in *core.Schema) (*eval.Program, error) {
-	prog, err := eval.Compile(src, in)
+	return f.compileIn(path, src, 0, len(src), in)
+}
+
+// compileIn compiles value[lo:hi], a part of the YAML value at path (the
+// condition inside count_if(…)), reporting errors at their position in the
+// file.
+func (f *File) compileIn(path, value string, lo, hi int, in *core.Schema) (*eval.Program, error) {
+	prog, err := eval.Compile(value[lo:hi], in)
 	if err == nil {
 		return prog, nil
 	}
 	e := &Error{File: f.Path, Path: path, Msg: err.Error()}
 	e.Line, e.Column = f.pos(path)
 	var ee *eval.Error
-	if errors.As(err, &ee) && e.Line > 0 {
+	if errors.As(err, &ee) {
 		e.Msg = ee.Msg
-		if ee.Line > 1 {
-			e.Line += ee.Line - 1
-			e.Column = ee.Column
-		} else if ee.Column > 0 {
-			e.Column += ee.Column - 1 + f.quoteOffset(e.Line, e.Column)
+		if e.Line > 0 {
+			e.Line, e.Column = f.valuePos(e.Line, e.Column, value, lo+ee.Offset)
 		}
 	}
 	return nil, e
 }
 
-// quoteOffset is 1 when the scalar at line:col starts with a quote.
-func (f *File) quoteOffset(line, col int) int {
-	data := f.lines()
-	if line-1 < len(data) {
-		l := data[line-1]
-		if col-1 < len(l) && (l[col-1] == '"' || l[col-1] == '\'') {
-			return 1
+// valuePos maps byte offset off of a scalar's decoded value to its line and
+// column in the file, the scalar starting at line:col. Folding, indentation
+// and quotes change only whitespace and delimiters, so it counts the
+// value's non-blank characters before off and walks the same number of
+// them in the file (a backslash escape or a doubled single quote counting
+// as one). An offset at the end of the value maps to just after its last
+// character.
+func (f *File) valuePos(line, col int, value string, off int) (int, int) {
+	off = min(off, len(value))
+	want := 0
+	for _, r := range value[:off] {
+		if !isBlank(r) {
+			want++
 		}
 	}
-	return 0
+	atEnd := strings.TrimFunc(value[off:], isBlank) == ""
+	lines := f.lines()
+	if line-1 >= len(lines) {
+		return line, col
+	}
+	rs := []rune(lines[line-1])
+	if col-1 >= len(rs) {
+		return line, col
+	}
+	quote := rune(0)
+	i := col - 1
+	switch rs[i] {
+	case '|', '>': // block scalar: the value starts on the next line
+		line, i, rs = line+1, 0, nil
+		if line-1 < len(lines) {
+			rs = []rune(lines[line-1])
+		}
+	case '"', '\'':
+		quote = rs[i]
+		i++
+	}
+	endLine, endCol := line, i+1
+	seen := 0
+	for line-1 < len(lines) {
+		for i < len(rs) {
+			r := rs[i]
+			if isBlank(r) {
+				i++
+				continue
+			}
+			if seen == want && !atEnd {
+				return line, i + 1
+			}
+			n := 1
+			switch {
+			case quote == '"' && r == '\\' && i+1 < len(rs):
+				n = map[rune]int{'x': 4, 'u': 6, 'U': 10}[rs[i+1]]
+				n = max(n, 2)
+			case quote == '\'' && r == '\'' && i+1 < len(rs) && rs[i+1] == '\'':
+				n = 2
+			}
+			i += n
+			seen++
+			endLine, endCol = line, i+1
+			if seen == want && atEnd {
+				return endLine, endCol
+			}
+		}
+		line, i = line+1, 0
+		if line-1 < len(lines) {
+			rs = []rune(lines[line-1])
+		}
+	}
+	return endLine, endCol
 }
+
+func isBlank(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 func (f *File) buildSink(opt Options) (core.Sink, error) {
 	sk := &f.Spec.Sink
+	fill(f.present("sink.csv"), &sk.CSV)
+	fill(f.present("sink.jsonl"), &sk.JSONL)
+	fill(f.present("sink.stdout"), &sk.Stdout)
 	i, err := exactlyOne("sink", f, []string{"csv", "jsonl", "stdout"}, []bool{sk.CSV != nil, sk.JSONL != nil, sk.Stdout != nil})
 	if err != nil {
 		return nil, err

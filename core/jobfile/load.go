@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // Error is a job file error at a position: "file:line:col: what: message".
@@ -83,6 +86,9 @@ func Parse(path string, data []byte) (*File, error) {
 	if f.ast, err = parser.ParseBytes([]byte(text), 0); err != nil {
 		return nil, f.yamlError(err)
 	}
+	if len(f.ast.Docs) == 0 || f.ast.Docs[0].Body == nil || f.ast.Docs[0].Body.Type() == ast.CommentType {
+		return nil, &Error{File: path, Msg: "empty job file (expected at least source: and sink:)"}
+	}
 	if err := yaml.UnmarshalWithOptions([]byte(text), &f.Spec, yaml.DisallowUnknownField(), yaml.UseOrderedMap()); err != nil {
 		return nil, f.yamlError(err)
 	}
@@ -107,6 +113,11 @@ func (f *File) yamlError(err error) error {
 		return "a value of type " + strings.TrimPrefix(strings.TrimPrefix(sub[2], "*"), "jobfile.")
 	})
 	e.Msg = strings.Replace(e.Msg, "into a value of type", "where expected a value of type", 1)
+	if strings.HasPrefix(e.Msg, "unknown field ") {
+		if keys := f.keysAt(e.Line, e.Column); keys != nil {
+			e.Msg += " (expected one of " + strings.Join(keys, ", ") + ")"
+		}
+	}
 	return e
 }
 
@@ -118,29 +129,200 @@ func (f *File) errAt(path string, format string, args ...any) error {
 	return e
 }
 
+// pos returns the position of what path names: a scalar's value; the key
+// of a mapping, a sequence or an empty value; the first key of a sequence
+// element. A path that goes where the file has nothing stops at the
+// nearest existing parent; the empty path is the document's first key.
 func (f *File) pos(path string) (int, int) {
-	for p := path; p != ""; p = parent(p) {
-		yp, err := yaml.PathString("$." + p)
-		if err != nil {
+	if f.ast == nil || len(f.ast.Docs) == 0 || f.ast.Docs[0].Body == nil {
+		return 0, 0
+	}
+	n := f.ast.Docs[0].Body
+	at := startToken(n)
+	for _, seg := range segments(path) {
+		n = unwrap(n)
+		if seg.index >= 0 {
+			sq, ok := n.(*ast.SequenceNode)
+			if !ok || seg.index >= len(sq.Values) {
+				return position(at)
+			}
+			n = sq.Values[seg.index]
+			at = startToken(unwrap(n))
 			continue
 		}
-		n, err := yp.FilterFile(f.ast)
-		if err != nil || n == nil {
-			continue
+		mv := lookupKey(n, seg.name)
+		if mv == nil {
+			return position(at)
 		}
-		if tk := n.GetToken(); tk != nil && tk.Position != nil {
-			return tk.Position.Line, tk.Position.Column
+		n, at = mv.Value, mv.Key.GetToken()
+	}
+	if n = unwrap(n); n != nil && n.Type() != ast.NullType {
+		if _, ok := n.(ast.ScalarNode); ok {
+			at = n.GetToken()
 		}
 	}
-	return 0, 0
+	return position(at)
 }
 
-func parent(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i < 0 {
-		return ""
+// present reports whether the file has the key path names (with any
+// value, null included); path has no [index].
+func (f *File) present(path string) bool {
+	if f.ast == nil || len(f.ast.Docs) == 0 {
+		return false
 	}
-	return p[:i]
+	n := f.ast.Docs[0].Body
+	for _, seg := range segments(path) {
+		mv := lookupKey(unwrap(n), seg.name)
+		if mv == nil {
+			return false
+		}
+		n = mv.Value
+	}
+	return true
+}
+
+type segment struct {
+	name  string
+	index int // ≥ 0 for [index]
+}
+
+// segments splits "region.ops[0].window" into region, ops, [0], window.
+func segments(path string) []segment {
+	var segs []segment
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			segs = append(segs, segment{name: name, index: -1})
+		}
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			i, err := strconv.Atoi(num)
+			if err != nil {
+				break
+			}
+			segs = append(segs, segment{index: i})
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return segs
+}
+
+func unwrap(n ast.Node) ast.Node {
+	for {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			n = v.Value
+		case *ast.TagNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+}
+
+func lookupKey(n ast.Node, name string) *ast.MappingValueNode {
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	}
+	for _, mv := range pairs {
+		if tk := mv.Key.GetToken(); tk != nil && tk.Value == name {
+			return mv
+		}
+	}
+	return nil
+}
+
+// startToken is where a node begins: a mapping's first key, else its own
+// token.
+func startToken(n ast.Node) *token.Token {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if len(m.Values) > 0 {
+			return m.Values[0].Key.GetToken()
+		}
+	case *ast.MappingValueNode:
+		return m.Key.GetToken()
+	}
+	if n == nil {
+		return nil
+	}
+	return n.GetToken()
+}
+
+func position(tk *token.Token) (int, int) {
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
+}
+
+// keysAt lists the keys allowed beside the key at line:col (an unknown
+// field), from the yaml tags of the Spec type that decodes that mapping.
+func (f *File) keysAt(line, col int) []string {
+	if f.ast == nil || len(f.ast.Docs) == 0 {
+		return nil
+	}
+	var walk func(n ast.Node, t reflect.Type) []string
+	walk = func(n ast.Node, t reflect.Type) []string {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		n = unwrap(n)
+		switch t.Kind() {
+		case reflect.Struct:
+			var pairs []*ast.MappingValueNode
+			switch m := n.(type) {
+			case *ast.MappingNode:
+				pairs = m.Values
+			case *ast.MappingValueNode:
+				pairs = []*ast.MappingValueNode{m}
+			}
+			for _, mv := range pairs {
+				tk := mv.Key.GetToken()
+				if l, c := position(tk); l == line && c == col {
+					return yamlKeys(t)
+				}
+				if sf, ok := fieldByKey(t, tk.Value); ok {
+					if keys := walk(mv.Value, sf.Type); keys != nil {
+						return keys
+					}
+				}
+			}
+		case reflect.Slice:
+			if sq, ok := n.(*ast.SequenceNode); ok {
+				for _, v := range sq.Values {
+					if keys := walk(v, t.Elem()); keys != nil {
+						return keys
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return walk(f.ast.Docs[0].Body, reflect.TypeFor[Spec]())
+}
+
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k == key {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // path resolves a path from the job file relative to its directory.
