@@ -40,7 +40,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	}
 	errs, err := core.NewErrorPolicy(mode, f.path(s.DeadLetterPath))
 	if err != nil {
-		return nil, f.errAt("on_error", "%v", err)
+		return nil, f.errAt("on_error", "%s", strings.TrimPrefix(err.Error(), "on_error: "))
 	}
 	job := &core.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
 	if job.Name == "" {
@@ -106,6 +106,10 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	}
 	if job.Sink, err = f.buildSink(opt); err != nil {
 		return nil, err
+	}
+	if s.DeadLetterPath != "" {
+		// The dead-letter file's directory is created with the sink's.
+		job.Sink = mkdirSink{job.Sink, filepath.Dir(f.path(s.DeadLetterPath))}
 	}
 	ok = true
 	return job, nil
@@ -577,6 +581,7 @@ func (f *File) compileIn(path, value string, lo, hi int, in *core.Schema) (*eval
 			e.Line, e.Column = f.valuePos(e.Line, e.Column, value, lo+ee.Offset)
 		}
 	}
+	e.Line, e.Column = f.rawPos(e.Line, e.Column)
 	return nil, e
 }
 
@@ -701,8 +706,8 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 	return sk2, nil
 }
 
-// mkdirSink creates a file sink's directory when the job starts, as users
-// of Flink's and Benthos's file sinks expect.
+// mkdirSink creates a file sink's directory (or the dead-letter file's)
+// when the job starts, as users of Flink's and Benthos's file sinks expect.
 type mkdirSink struct {
 	core.Sink
 	dir string

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -46,8 +47,15 @@ type File struct {
 	Dir  string
 	Spec Spec
 	ast  *ast.File
-	text string
+	text string // interpolated: positions in ast are positions in text
+	// shifts lists, per line, where interpolation changed the length of
+	// the line, to map columns in text back to columns in the file.
+	shifts map[int][]shift
 }
+
+// shift is one replaced ${…} on a line: it starts at column col of the
+// interpolated line, is n characters long there and raw in the file.
+type shift struct{ col, n, raw int }
 
 func (f *File) lines() []string { return strings.Split(f.text, "\n") }
 
@@ -65,6 +73,46 @@ func Interpolate(s string) string {
 	})
 }
 
+// interpolate is Interpolate, recording shifts. A value with a line break
+// in it moves the lines after it; their columns are then not mapped back.
+func (f *File) interpolate(raw string) string {
+	var b strings.Builder
+	for i, line := range strings.SplitAfter(raw, "\n") {
+		last, col := 0, 1
+		for _, m := range envRef.FindAllStringIndex(line, -1) {
+			b.WriteString(line[last:m[0]])
+			col += utf8.RuneCountInString(line[last:m[0]])
+			v := Interpolate(line[m[0]:m[1]])
+			b.WriteString(v)
+			sh := shift{col: col, n: utf8.RuneCountInString(v), raw: utf8.RuneCountInString(line[m[0]:m[1]])}
+			if f.shifts == nil {
+				f.shifts = map[int][]shift{}
+			}
+			f.shifts[i+1] = append(f.shifts[i+1], sh)
+			col += sh.n
+			last = m[1]
+		}
+		b.WriteString(line[last:])
+	}
+	return b.String()
+}
+
+// rawPos maps a column of the interpolated text to the file's; a column
+// inside a replaced value maps to the "${" it came from.
+func (f *File) rawPos(line, col int) (int, int) {
+	delta := 0
+	for _, s := range f.shifts[line] {
+		if col < s.col {
+			break
+		}
+		if col < s.col+s.n {
+			return line, s.col + delta
+		}
+		delta += s.raw - s.n
+	}
+	return line, col + delta
+}
+
 // Load reads and strictly decodes a job file.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
@@ -77,8 +125,9 @@ func Load(path string) (*File, error) {
 // Parse decodes job file text; path names it in errors and anchors relative
 // paths.
 func Parse(path string, data []byte) (*File, error) {
-	text := Interpolate(string(data))
-	f := &File{Path: path, Dir: filepath.Dir(path), text: text}
+	f := &File{Path: path, Dir: filepath.Dir(path)}
+	text := f.interpolate(string(data))
+	f.text = text
 	if strings.TrimSpace(text) == "" {
 		return nil, &Error{File: path, Msg: "empty job file (expected at least source: and sink:)"}
 	}
@@ -118,6 +167,7 @@ func (f *File) yamlError(err error) error {
 			e.Msg += " (expected one of " + strings.Join(keys, ", ") + ")"
 		}
 	}
+	e.Line, e.Column = f.rawPos(e.Line, e.Column)
 	return e
 }
 
@@ -125,7 +175,7 @@ func (f *File) yamlError(err error) error {
 // "region.ops[0].window.size") names, or at its nearest existing parent.
 func (f *File) errAt(path string, format string, args ...any) error {
 	e := &Error{File: f.Path, Path: path, Msg: fmt.Sprintf(format, args...)}
-	e.Line, e.Column = f.pos(path)
+	e.Line, e.Column = f.rawPos(f.pos(path))
 	return e
 }
 
