@@ -1,9 +1,6 @@
 package ring
 
-import (
-	"runtime"
-	"time"
-)
+import "time"
 
 // The wait strategy of the blocking methods, step i of a wait (i = 0, 1, …
 // counts failed attempts):
@@ -11,9 +8,14 @@ import (
 //   - i < spinSteps: re-try at once. The peer is most likely running on
 //     another core and a core-to-core round trip costs 50–200 ns, so a few
 //     hundred cheap re-reads of a cached line cover it.
-//   - i < spinSteps+yieldSteps: runtime.Gosched, so that a peer sharing
-//     this P (GOMAXPROCS smaller than the number of busy goroutines) runs.
-//   - otherwise: park on the side's 1-buffered wake channel.
+//   - i < spinSteps+yieldSteps: sched_yield(2) (osYield), so that another
+//     thread on this core (the peer, when threads outnumber cores) runs.
+//     Not runtime.Gosched: on a goroutine locked to its thread, as pinned
+//     workers are, Gosched costs two thread handoffs (about 28 µs here).
+//   - otherwise: park on the side's 1-buffered wake channel. Waking a
+//     goroutine locked to its thread costs a futex wake and a handoff
+//     (tens of µs), which is why the first two steps exist: together they
+//     wait about 10–20 µs before parking.
 const (
 	spinSteps  = 256
 	yieldSteps = 16
@@ -62,6 +64,9 @@ func (r *SPSC[T]) Push(v T) (blockedNs int64, err error) {
 	if r.TryPush(v) {
 		return 0, nil
 	}
+	if err := r.producerErr(); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	for i := 0; ; i++ {
 		if err := r.producerWait(i); err != nil {
@@ -84,6 +89,9 @@ func (r *SPSC[T]) PushN(vs []T) (blockedNs int64, err error) {
 		return 0, nil
 	}
 	vs = vs[n:]
+	if err := r.producerErr(); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	for i := 0; ; i++ {
 		if err := r.producerWait(i); err != nil {
@@ -155,18 +163,26 @@ func (r *SPSC[T]) PopN(dst []T) (int, error) {
 // producerWait performs step i of the producer's wait after a failed push.
 // It returns the error that ends the wait, if any.
 func (r *SPSC[T]) producerWait(i int) error {
+	if err := r.producerErr(); err != nil {
+		return err
+	}
+	switch {
+	case i < spinSteps:
+	case i < spinSteps+yieldSteps:
+		osYield()
+	default:
+		r.parkProducer()
+	}
+	return nil
+}
+
+// producerErr returns the error a push gets in the ring's state, if any.
+func (r *SPSC[T]) producerErr() error {
 	if s := r.state.Load(); s != 0 {
 		if s&stateCanceled != 0 {
 			return ErrCanceled
 		}
 		return ErrClosed
-	}
-	switch {
-	case i < spinSteps:
-	case i < spinSteps+yieldSteps:
-		runtime.Gosched()
-	default:
-		r.parkProducer()
 	}
 	return nil
 }
@@ -188,7 +204,7 @@ func (r *SPSC[T]) consumerWait(i int) error {
 	switch {
 	case i < spinSteps:
 	case i < spinSteps+yieldSteps:
-		runtime.Gosched()
+		osYield()
 	default:
 		r.parkConsumer()
 	}

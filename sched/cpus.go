@@ -5,8 +5,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // CPUs is the set of CPUs streamd may use, with the sources of each number.
@@ -63,11 +61,10 @@ func Detect() CPUs {
 }
 
 func processAffinity() ([]int, error) {
-	var set unix.CPUSet
-	if err := sys.getaffinity(sys.getpid(), &set); err != nil {
+	ids, err := sys.getaffinity(sys.getpid())
+	if err != nil {
 		return seq(runtime.NumCPU()), fmt.Errorf("sched_getaffinity: %w", err)
 	}
-	ids := cpuList(&set)
 	if len(ids) == 0 {
 		return seq(runtime.NumCPU()), fmt.Errorf("sched_getaffinity: empty mask")
 	}
@@ -81,16 +78,6 @@ func usable(affinity []int, q Quota) []int {
 		n = min(n, q.Cores())
 	}
 	return append([]int(nil), affinity[:max(n, 1)]...)
-}
-
-func cpuList(set *unix.CPUSet) []int {
-	var ids []int
-	for i := 0; i < len(set)*64; i++ {
-		if set.IsSet(i) {
-			ids = append(ids, i)
-		}
-	}
-	return ids
 }
 
 func seq(n int) []int {

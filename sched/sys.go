@@ -1,26 +1,26 @@
 package sched
 
-import (
-	"os"
-
-	"golang.org/x/sys/unix"
-)
+import "os"
 
 // osCalls is the seam between the package and the kernel. Tests replace
-// sys to inject failures; production code never changes it.
+// sys to inject failures; production code never changes it. CPU sets are
+// ascending lists of CPU ids.
 type osCalls struct {
-	getaffinity func(tid int, set *unix.CPUSet) error // tid 0: calling thread
-	setaffinity func(tid int, set *unix.CPUSet) error
+	// getaffinity returns the affinity of thread tid; tid 0 is the calling
+	// thread, the process id is the main thread.
+	getaffinity func(tid int) ([]int, error)
+	// setaffinity sets the affinity of thread tid (0: calling thread).
+	setaffinity func(tid int, cpus []int) error
 	gettid      func() int
 	getpid      func() int
 	readFile    func(name string) ([]byte, error)
 }
 
 var sys = osCalls{
-	getaffinity: unix.SchedGetaffinity,
-	setaffinity: unix.SchedSetaffinity,
-	gettid:      unix.Gettid,
-	getpid:      unix.Getpid,
+	getaffinity: getaffinity,
+	setaffinity: setaffinity,
+	gettid:      gettid,
+	getpid:      os.Getpid,
 	readFile:    os.ReadFile,
 }
 

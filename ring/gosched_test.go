@@ -1,0 +1,5 @@
+package ring_test
+
+import "runtime"
+
+func runtimeGosched() { runtime.Gosched() }

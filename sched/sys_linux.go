@@ -1,0 +1,38 @@
+package sched
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxCPU is the size of the kernel CPU set that x/sys/unix passes
+// (CPU_SETSIZE, 1024).
+const maxCPU = len(unix.CPUSet{}) * 64
+
+func getaffinity(tid int) ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		return nil, err
+	}
+	var ids []int
+	for i := 0; i < maxCPU; i++ {
+		if set.IsSet(i) {
+			ids = append(ids, i)
+		}
+	}
+	return ids, nil
+}
+
+func setaffinity(tid int, cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if c < 0 || c >= maxCPU {
+			return fmt.Errorf("cpu %d out of range [0, %d)", c, maxCPU)
+		}
+		set.Set(c)
+	}
+	return unix.SchedSetaffinity(tid, &set)
+}
+
+func gettid() int { return unix.Gettid() }
