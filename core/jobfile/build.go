@@ -407,6 +407,9 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 			MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, in, errs)
 	case 5:
 		w := o.Window
+		if f.Spec.EventTime == nil {
+			return def, f.errAt(kp, "a window needs event time (expected event_time: with a field)")
+		}
 		size, derr := f.duration(kp+".size", w.Size, 0)
 		if derr != nil {
 			return def, derr
