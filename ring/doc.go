@@ -27,8 +27,9 @@
 //     TryPushN call (and per partial fill inside Push / PushN); the consumer
 //     releases slots with one atomic store of head per pop call.
 //   - Each side keeps a private cached copy of the other side's index and
-//     re-reads the shared atomic only when the cache says full (producer) or
-//     empty (consumer).
+//     re-reads the shared atomic only when the cached copy cannot satisfy
+//     the call: no room (producer) or no value (consumer) for a single
+//     push or pop, fewer than requested for a batch one.
 //   - head, tail and the rarely-written flags (parked, closed, canceled) live
 //     on separate 128-byte blocks, so the two sides never false-share a
 //     cache line (128 rather than 64 defeats the adjacent-line prefetcher).
@@ -47,9 +48,9 @@
 // # Waiting
 //
 // The Try* methods never block. Push, PushN, Pop and PopN wait with a
-// three-step strategy: a bounded spin re-reading the peer's index, then a
-// bounded number of runtime.Gosched calls, then parking on a per-side
-// 1-buffered Go channel. A side publishes and then checks (one atomic load)
+// three-step strategy: a bounded spin re-reading the peer's index, then
+// sched_yield(2) between tries until about 100 µs have passed, then parking
+// on a per-side 1-buffered Go channel (wait.go says why these bounds). A side publishes and then checks (one atomic load)
 // whether its peer is parked; only then does it pay for a channel send. The
 // steady state therefore has no syscall, no lock and no channel operation
 // per item. The lost-wakeup argument is in wait.go.

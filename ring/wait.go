@@ -2,23 +2,29 @@ package ring
 
 import "time"
 
-// The wait strategy of the blocking methods, step i of a wait (i = 0, 1, …
-// counts failed attempts):
+// The wait strategy of the blocking methods. Step i of a wait (i = 0, 1, …
+// counts failed attempts since the wait started at start):
 //
 //   - i < spinSteps: re-try at once. The peer is most likely running on
-//     another core and a core-to-core round trip costs 50–200 ns, so a few
-//     hundred cheap re-reads of a cached line cover it.
-//   - i < spinSteps+yieldSteps: sched_yield(2) (osYield), so that another
-//     thread on this core (the peer, when threads outnumber cores) runs.
-//     Not runtime.Gosched: on a goroutine locked to its thread, as pinned
-//     workers are, Gosched costs two thread handoffs (about 28 µs here).
-//   - otherwise: park on the side's 1-buffered wake channel. Waking a
-//     goroutine locked to its thread costs a futex wake and a handoff
-//     (tens of µs), which is why the first two steps exist: together they
-//     wait about 10–20 µs before parking.
+//     another core and a core-to-core round trip costs 100–200 ns, so a few
+//     hundred re-reads of a cached line (about 1 µs) cover a short wait.
+//   - until yieldFor has passed since start: sched_yield(2) (osYield)
+//     between tries, so that another thread on this core (the peer, when
+//     threads outnumber cores) can run. Not runtime.Gosched: on a goroutine
+//     locked to its thread, as pinned workers are, Gosched hands the
+//     goroutine through the scheduler and back to its thread, two futex
+//     sleeps and wakes (about 28 µs on the build VM).
+//   - then: park on the side's 1-buffered wake channel. Waking a goroutine
+//     that is locked to its thread costs a futex wake plus a scheduler
+//     handoff, 30–60 µs on the build VM; if a side parked sooner than that,
+//     its peer would often give up waiting too, and one descheduled thread
+//     would set off a chain of parks (a ping-pong over two rings measured
+//     10× slower with a 10 µs budget than with 100 µs). Hence a budget a
+//     little above the wake cost: a side that parks has been idle for long
+//     enough that the wake cost no longer matters.
 const (
-	spinSteps  = 256
-	yieldSteps = 16
+	spinSteps = 256
+	yieldFor  = 100 * time.Microsecond
 )
 
 // Parking without lost wakeups.
@@ -69,7 +75,7 @@ func (r *SPSC[T]) Push(v T) (blockedNs int64, err error) {
 	}
 	start := time.Now()
 	for i := 0; ; i++ {
-		if err := r.producerWait(i); err != nil {
+		if err := r.producerWait(i, start); err != nil {
 			return r.pushDone(start), err
 		}
 		if r.TryPush(v) {
@@ -94,7 +100,7 @@ func (r *SPSC[T]) PushN(vs []T) (blockedNs int64, err error) {
 	}
 	start := time.Now()
 	for i := 0; ; i++ {
-		if err := r.producerWait(i); err != nil {
+		if err := r.producerWait(i, start); err != nil {
 			return r.pushDone(start), err
 		}
 		if n := r.TryPushN(vs); n > 0 {
@@ -123,7 +129,7 @@ func (r *SPSC[T]) Pop() (T, error) {
 	}
 	start := time.Now()
 	for i := 0; ; i++ {
-		if err := r.consumerWait(i); err != nil {
+		if err := r.consumerWait(i, start); err != nil {
 			r.popBlocked.Add(int64(time.Since(start)))
 			var zero T
 			return zero, err
@@ -149,7 +155,7 @@ func (r *SPSC[T]) PopN(dst []T) (int, error) {
 	}
 	start := time.Now()
 	for i := 0; ; i++ {
-		if err := r.consumerWait(i); err != nil {
+		if err := r.consumerWait(i, start); err != nil {
 			r.popBlocked.Add(int64(time.Since(start)))
 			return 0, err
 		}
@@ -160,15 +166,16 @@ func (r *SPSC[T]) PopN(dst []T) (int, error) {
 	}
 }
 
-// producerWait performs step i of the producer's wait after a failed push.
+// producerWait performs step i of the producer's wait (begun at start)
+// after a failed push.
 // It returns the error that ends the wait, if any.
-func (r *SPSC[T]) producerWait(i int) error {
+func (r *SPSC[T]) producerWait(i int, start time.Time) error {
 	if err := r.producerErr(); err != nil {
 		return err
 	}
 	switch {
 	case i < spinSteps:
-	case i < spinSteps+yieldSteps:
+	case time.Since(start) < yieldFor:
 		osYield()
 	default:
 		r.parkProducer()
@@ -187,9 +194,10 @@ func (r *SPSC[T]) producerErr() error {
 	return nil
 }
 
-// consumerWait performs step i of the consumer's wait after a failed pop.
+// consumerWait performs step i of the consumer's wait (begun at start)
+// after a failed pop.
 // It returns the error that ends the wait, if any.
-func (r *SPSC[T]) consumerWait(i int) error {
+func (r *SPSC[T]) consumerWait(i int, start time.Time) error {
 	if s := r.state.Load(); s != 0 {
 		if s&stateCanceled != 0 {
 			return ErrCanceled
@@ -203,7 +211,7 @@ func (r *SPSC[T]) consumerWait(i int) error {
 	}
 	switch {
 	case i < spinSteps:
-	case i < spinSteps+yieldSteps:
+	case time.Since(start) < yieldFor:
 		osYield()
 	default:
 		r.parkConsumer()
