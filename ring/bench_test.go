@@ -2,6 +2,9 @@ package ring_test
 
 import (
 	"context"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +37,8 @@ func pair(b *testing.B, pinned bool, producer, consumer func()) {
 	b.Helper()
 	b.ReportAllocs()
 	var cores [2]sched.Core
-	if cpus := sched.Detect().Usable; pinned && len(cpus) >= 2 {
+	cpus := benchCPUs(b)
+	if pinned && len(cpus) >= 2 {
 		cores = [2]sched.Core{sched.OnCPU(cpus[0]), sched.OnCPU(cpus[1])}
 	}
 	var ready sync.WaitGroup
@@ -60,9 +64,29 @@ func pair(b *testing.B, pinned bool, producer, consumer func()) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	if pinned && len(sched.Detect().Usable) >= 2 && !(wp.Pinned() && wc.Pinned()) {
+	if pinned && len(cpus) >= 2 && !(wp.Pinned() && wc.Pinned()) {
 		b.Log("pinning failed: ran unpinned")
 	}
+}
+
+// benchCPUs returns the CPUs for producer and consumer:
+// STREAMD_BENCH_CPUS="a,b" when set (scripts/device-ring.sh uses it to
+// choose two physical cores, or two SMT siblings), else the first two
+// usable CPUs.
+func benchCPUs(b *testing.B) []int {
+	env := os.Getenv("STREAMD_BENCH_CPUS")
+	if env == "" {
+		return sched.Detect().Usable
+	}
+	var cpus []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			b.Fatalf("STREAMD_BENCH_CPUS=%q: %v", env, err)
+		}
+		cpus = append(cpus, n)
+	}
+	return cpus
 }
 
 func perItem(b *testing.B) {
