@@ -311,3 +311,31 @@ func assertNoFiles(t *testing.T, dir string) {
 		t.Errorf("%s left in %s", e.Name(), dir)
 	}
 }
+
+// TestUnreadableInput: a missing input file, or an empty CSV file where a
+// header is expected, is a configuration error under every policy: Build
+// fails at the source's path.
+func TestUnreadableInput(t *testing.T) {
+	for _, c := range []struct{ name, create, want string }{
+		{"missing", "", `job.yaml:6:11: source.csv.path: csv source: open $DIR/in.csv: no such file or directory`},
+		{"empty", "in.csv", `job.yaml:6:11: source.csv.path: csv source $DIR/in.csv: empty input: no header`},
+	} {
+		for _, policy := range []string{"fail", "skip", "dead_letter"} {
+			t.Run(c.name+"/"+policy, func(t *testing.T) {
+				dir := t.TempDir()
+				if c.create != "" {
+					writeFile(t, filepath.Join(dir, c.create), "")
+				}
+				path := filepath.Join(dir, "job.yaml")
+				writeFile(t, path, "on_error: "+policy+"\ndead_letter_path: dead.jsonl\nsource:\n  csv:\n    header: true\n    path: in.csv\nsink:\n  csv:\n    path: out.csv\n")
+				err := loadAndBuild(path)
+				want := strings.ReplaceAll(c.want, "$DIR/", dir+"/")
+				if err == nil || strings.TrimPrefix(err.Error(), dir+"/") != want {
+					t.Fatalf("error %v, want %s", err, want)
+				}
+				assertMissing(t, filepath.Join(dir, "dead.jsonl"))
+				assertMissing(t, filepath.Join(dir, "out.csv"))
+			})
+		}
+	}
+}
