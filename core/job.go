@@ -53,11 +53,23 @@ type Region struct {
 	Ops       []OperatorDef
 }
 
-// Placer decides where stage goroutines run. Place is called on the
-// stage's goroutine before it starts and returns a function that undoes it.
-// stage is "source", "merger" or "channel"; index is the channel.
+// Placer starts the job's stage goroutines, pinned to cores where it can
+// (see CorePlacer). stage is "source", "merger" or "channel"; index is the
+// channel. Start returns at once; wait blocks until run has returned.
 type Placer interface {
-	Place(stage string, index int) (release func())
+	Start(stage string, index int, run func()) (wait func())
+}
+
+// goPlacer runs every stage on a plain goroutine.
+type goPlacer struct{}
+
+func (goPlacer) Start(_ string, _ int, run func()) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run()
+	}()
+	return func() { <-done }
 }
 
 func (j *Job) validate() error {

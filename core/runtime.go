@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,23 @@ func (r *run) fail(err error) {
 	}
 	r.errMu.Unlock()
 	r.cancel()
+}
+
+// recoverStage turns a panic in a stage into the job's error and aborts
+// every ring, so that all other stages stop too.
+func (r *run) recoverStage(stage string, index int) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	r.fail(fmt.Errorf("%s %d panicked: %v\n%s", stage, index, v, debug.Stack()))
+	for _, rg := range r.ins {
+		rg.Cancel()
+	}
+	for _, rg := range r.outs {
+		rg.Cancel()
+	}
+	r.bell.ring()
 }
 
 func (r *run) firstErr() error {
@@ -201,32 +219,35 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		r.recOut.Add(int64(b.Len))
 		return job.Sink.Write(b)
 	})
-	var wg sync.WaitGroup
+	placer := job.Placer
+	if placer == nil {
+		placer = goPlacer{}
+	}
+	var waits []func()
 	var head func(*Batch) error
 	if job.Region == nil {
 		head = postChain.Push
 	} else {
 		head = r.splitter.route
 		for c := range r.region {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			waits = append(waits, placer.Start("channel", c, func() {
+				defer r.recoverStage("channel", c)
 				r.channel(c)
-			}()
+			}))
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		waits = append(waits, placer.Start("merger", 0, func() {
+			defer r.recoverStage("merger", 0)
 			r.merge(postChain)
-		}()
+		}))
 	}
 	preChain := chainOf(r.pre, head)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	waits = append(waits, placer.Start("source", 0, func() {
+		defer r.recoverStage("source", 0)
 		r.source(ctx, preChain, timeField, timeUnit)
-	}()
-	wg.Wait()
+	}))
+	for _, w := range waits {
+		w()
+	}
 
 	err = r.firstErr()
 	if err == nil {
@@ -250,9 +271,6 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
 func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64) {
-	if p := r.job.Placer; p != nil {
-		defer p.Place("source", 0)()
-	}
 	maxT, lastWM := int64(NoTime), int64(NoTime)
 	bound := r.job.EventTime.MaxOutOfOrder
 	var err error
@@ -305,9 +323,6 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 // channel runs channel c of the region: pop, process through the fused
 // region operators, push to the merger's ring.
 func (r *run) channel(c int) {
-	if p := r.job.Placer; p != nil {
-		defer p.Place("channel", c)()
-	}
 	in, out := r.ins[c], r.outs[c]
 	stats := &r.chanStats[c]
 	var pending *Batch
@@ -396,9 +411,6 @@ func (r *run) channel(c int) {
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
 func (r *run) merge(post *Chain) {
-	if p := r.job.Placer; p != nil {
-		defer p.Place("merger", 0)()
-	}
 	n := len(r.outs)
 	reg := r.job.Region
 	var tie order.Tie[*Batch]
@@ -429,7 +441,7 @@ func (r *run) merge(post *Chain) {
 	}
 	ready := func() bool {
 		for c, o := range r.outs {
-			if o.Len() > 0 || (o.Closed() && !ended[c]) {
+			if o.Len() > 0 || (o.Closed() && !ended[c]) || o.Canceled() {
 				return true
 			}
 		}
@@ -455,7 +467,7 @@ func (r *run) merge(post *Chain) {
 				}
 			}
 			clear(buf[:k])
-			if k == 0 && o.Closed() && o.Len() == 0 && !ended[c] {
+			if o.Canceled() || (k == 0 && o.Closed() && o.Len() == 0 && !ended[c]) {
 				// The channel stopped without End: someone failed.
 				stop(nil)
 				return

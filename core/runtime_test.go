@@ -320,3 +320,21 @@ func diffAt(a, b []string) string {
 	}
 	return "length"
 }
+
+type panicky struct{ core.Base }
+
+func (panicky) Process(*core.Batch, *core.Emitter) error { panic("bad operator") }
+
+// A panic in a channel becomes the job's error; every stage stops.
+func TestPanicStopsJob(t *testing.T) {
+	def := core.OperatorDef{Name: "panicky", Out: testSchema, New: func(core.Env) (core.Operator, error) { return panicky{}, nil }}
+	for _, placer := range []core.Placer{nil, core.NewCorePlacer(2, nil)} {
+		sink := &memSink{}
+		job := &core.Job{Source: &sliceSource{recs: genRecords(50000, 20, 3), rnd: rand.New(rand.NewPCG(1, 2))},
+			Region: &core.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2, Placer: placer}
+		_, err := core.Run(context.Background(), job)
+		if err == nil || !strings.Contains(err.Error(), "panicked: bad operator") || !sink.aborted {
+			t.Fatalf("err = %v, aborted %v", err, sink.aborted)
+		}
+	}
+}

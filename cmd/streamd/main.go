@@ -53,6 +53,10 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		cmd.Help()
+		return usageErr(errors.New("no command given (expected run or validate)"))
+	}
 	root.AddCommand(newRunCmd(), newValidateCmd())
 	return root
 }

@@ -1,6 +1,19 @@
 package main
 
-import "streamd/core"
+import (
+	"streamd/core"
+	"streamd/core/jobfile"
+)
 
-// place sets up CPU pinning for the job's stages.
-func place(job *core.Job) error { return nil }
+// place pins the job's stages to cores unless the job file says
+// runtime.pin: false.
+func place(f *jobfile.File, job *core.Job) {
+	if p := f.Spec.Runtime.Pin; p != nil && !*p {
+		return
+	}
+	channels := 0
+	if job.Region != nil {
+		channels = job.Region.Channels
+	}
+	job.Placer = core.NewCorePlacer(channels, job.Log)
+}

@@ -59,9 +59,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		level = slog.LevelWarn
 	}
 	job.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := place(job); err != nil {
-		return jobErr(err)
-	}
+	place(f, job)
 	if fl.cpuProfile != "" {
 		pf, err := os.Create(fl.cpuProfile)
 		if err != nil {
@@ -86,7 +84,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 	}
 	if rep != nil && !fl.quiet {
-		printReport(stderr, rep)
+		printReport(stderr, rep, err)
 	}
 	if err != nil {
 		if errors.Is(err, core.ErrInterrupted) {
@@ -97,10 +95,13 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	return nil
 }
 
-func printReport(w io.Writer, r *core.Report) {
+func printReport(w io.Writer, r *core.Report, err error) {
 	state := "done"
-	if r.Interrupted {
+	switch {
+	case r.Interrupted:
 		state = "interrupted"
+	case err != nil:
+		state = "failed"
 	}
 	fmt.Fprintf(w, "job %s: %s in %s — %d records in (%.0f records/s), %d out\n",
 		r.Job, state, r.Wall.Round(time.Millisecond), r.RecordsIn, r.Throughput(), r.RecordsOut)

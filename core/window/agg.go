@@ -156,6 +156,37 @@ func (b *bound) add(a *acc, row []core.Value) error {
 	return nil
 }
 
+// merge folds accumulator src into dst (combining panes into a window).
+func (b *bound) merge(dst, src *acc) {
+	switch b.fn {
+	case Count:
+		dst.n += src.n
+	case CountIf:
+		dst.i += src.i
+	case Sum, Avg:
+		dst.n += src.n
+		dst.i += src.i
+		dst.f += src.f
+	case Min, Max:
+		if src.n == 0 {
+			return
+		}
+		if dst.n == 0 {
+			*dst = *src
+			return
+		}
+		dst.n += src.n
+		less := b.fn == Min
+		if b.in == core.Float64 {
+			if (src.f < dst.f) == less && src.f != dst.f {
+				dst.f = src.f
+			}
+		} else if (src.i < dst.i) == less && src.i != dst.i {
+			dst.i = src.i
+		}
+	}
+}
+
 func (b *bound) result(a *acc) core.Value {
 	switch b.fn {
 	case Count:

@@ -28,18 +28,25 @@ type Spec struct {
 	Groups int
 }
 
-// keyState is one key's open windows. States are found by the key's hash
+// keyState is one key's open panes. States are found by the key's hash
 // (computed once by the splitter) and chained on the rare hash collision,
 // so a lookup hashes 8 bytes, not the key tuple.
 type keyState struct {
 	key   tuple
 	next  *keyState
-	panes []pane
+	panes []pane // by start, ascending
+	// horizon is the largest window end this key is registered to fire at.
+	horizon int64
 }
 
+// pane aggregates a key's records of one slide-long slice of event time
+// [start, start+slide): each record updates one pane, and a window of
+// size/slide panes is the combination of its panes when it fires
+// ("slicing": Carbone et al., "Cutty", CIKM 2016; Flink's sliding window
+// panes).
 type pane struct {
-	end  int64
-	accs []acc
+	start int64
+	accs  []acc
 }
 
 type ref struct {
@@ -102,7 +109,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Order: order,
 		New: func(env core.Env) (core.Operator, error) {
 			return &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
-				fire: map[int64][]ref{}, wm: core.NoTime}, nil
+				fire: map[int64][]ref{}, wm: core.NoTime, tmp: make([]acc, len(aggs))}, nil
 		},
 	}, nil
 }
@@ -115,9 +122,11 @@ type windowOp struct {
 	state *kvstate.Map[uint64, keyState]
 	env   core.Env
 
-	// fire indexes open panes by window end: the derived data that lets a
-	// watermark find what to fire without scanning key groups.
+	// fire indexes keys by the window ends they will fire at: the derived
+	// data that lets a watermark find what to fire without scanning key
+	// groups.
 	fire   map[int64][]ref
+	tmp    []acc
 	ends   []int64 // the keys of fire, sorted
 	wm     int64
 	free   [][]acc
@@ -146,10 +155,10 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			}
 			continue
 		}
-		// Windows containing t: starts in (t-size, t], aligned to slide.
-		last := floorDiv(t, slide) * slide
-		first := last - size + slide
-		if first+size-1 <= w.wm { // even the last window has fired
+		// The record's pane, and the last window containing it.
+		start := floorDiv(t, slide) * slide
+		lastEnd := start + size
+		if lastEnd-1 <= w.wm { // every window of the pane has fired
 			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
 				return err
 			}
@@ -162,27 +171,45 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		if st == nil {
 			st = w.insert(g, h, &k)
 		}
-		for start := first; start <= last; start += slide {
-			end := start + size
-			if end-1 <= w.wm {
-				continue // that window fired already
+		p := w.pane(st, start)
+		if lastEnd > st.horizon {
+			// Register the key at every window end of this pane it is not
+			// registered at yet and that has not fired.
+			e := max(st.horizon+slide, start+slide)
+			if fired := w.wm + 1; e <= fired {
+				e += (fired - e) / slide * slide
+				for e-1 <= w.wm {
+					e += slide
+				}
 			}
-			p := st.find(end)
-			if p == nil {
-				st.panes = append(st.panes, pane{end: end, accs: w.newAccs()})
-				p = &st.panes[len(st.panes)-1]
-				w.index(end, ref{g: int32(g), h: h, st: st})
+			for ; e <= lastEnd; e += slide {
+				w.index(e, ref{g: int32(g), h: h, st: st})
 			}
-			for a := range w.aggs {
-				if err := w.aggs[a].add(&p.accs[a], row); err != nil {
-					if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
-						return perr
-					}
+			st.horizon = lastEnd
+		}
+		for a := range w.aggs {
+			if err := w.aggs[a].add(&p.accs[a], row); err != nil {
+				if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+					return perr
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// pane returns st's pane starting at start, adding it in order if missing.
+// Records mostly arrive in event-time order, so the search runs from the end.
+func (w *windowOp) pane(st *keyState, start int64) *pane {
+	i := len(st.panes)
+	for i > 0 && st.panes[i-1].start >= start {
+		if st.panes[i-1].start == start {
+			return &st.panes[i-1]
+		}
+		i--
+	}
+	st.panes = slices.Insert(st.panes, i, pane{start: start, accs: w.newAccs()})
+	return &st.panes[i]
 }
 
 func (w *windowOp) lookup(g int, h uint64, k *tuple) *keyState {
@@ -203,6 +230,7 @@ func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
 		st = &keyState{}
 	}
 	st.key = *k
+	st.horizon = core.NoTime
 	st.next = w.state.Get(g, h)
 	w.state.Put(g, h, st)
 	return st
@@ -224,17 +252,8 @@ func (w *windowOp) remove(g int, h uint64, st *keyState) {
 			}
 		}
 	}
-	st.next, st.key = nil, tuple{}
+	st.next, st.key, st.horizon = nil, tuple{}, 0
 	w.states = append(w.states, st)
-}
-
-func (s *keyState) find(end int64) *pane {
-	for i := range s.panes {
-		if s.panes[i].end == end {
-			return &s.panes[i]
-		}
-	}
-	return nil
 }
 
 func (w *windowOp) index(end int64, r ref) {
@@ -273,18 +292,32 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.st.key, &b.st.key) })
 		for _, r := range refs {
 			st := r.st
-			i := slices.IndexFunc(st.panes, func(p pane) bool { return p.end == end })
-			p := st.panes[i]
+			clear(w.tmp)
+			drop := 0
+			for j := range st.panes {
+				p := &st.panes[j]
+				if p.start >= end {
+					break
+				}
+				if p.start+w.spec.Size <= end {
+					drop = j + 1 // this window is the pane's last
+				}
+				for a := range w.aggs {
+					w.aggs[a].merge(&w.tmp[a], &p.accs[a])
+				}
+			}
 			row := out.Append(seq, 0, end-1, 0)
 			row[0] = core.TimeValue(end - w.spec.Size)
 			row[1] = core.TimeValue(end)
 			copy(row[2:], st.key[:w.nk])
 			for a := range w.aggs {
-				row[2+w.nk+a] = w.aggs[a].result(&p.accs[a])
+				row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
 			}
-			w.free = append(w.free, p.accs)
-			st.panes = slices.Delete(st.panes, i, i+1)
-			if len(st.panes) == 0 {
+			for j := range drop {
+				w.free = append(w.free, st.panes[j].accs)
+			}
+			st.panes = slices.Delete(st.panes, 0, drop)
+			if len(st.panes) == 0 && st.horizon <= end {
 				w.remove(int(r.g), r.h, st)
 			}
 		}

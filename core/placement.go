@@ -1,0 +1,70 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"streamd/sched"
+)
+
+// CorePlacer pins the source stage and the merger stage to the first two
+// usable cores and each channel to a core leased from a sched.Allocator.
+// When the machine has fewer usable cores than the job has stages
+// (channels + 2), it runs everything unpinned and says so once: pinning
+// several busy stages to one core would be slower than letting the OS
+// share them.
+type CorePlacer struct {
+	alloc    *sched.Allocator
+	reserved []sched.Core
+	log      *slog.Logger
+	pin      bool
+}
+
+// NewCorePlacer detects the usable CPU set (affinity mask and cgroup quota)
+// for a job of the given channel count and logs where the numbers came
+// from.
+func NewCorePlacer(channels int, log *slog.Logger) *CorePlacer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cpus := sched.Detect()
+	p := &CorePlacer{log: log}
+	stages := channels + 2
+	log.Info("cpus", "detail", cpus.String())
+	if cpus.Cores() < stages {
+		log.Warn("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
+		return p
+	}
+	p.pin = true
+	p.alloc = sched.NewAllocator(cpus.Usable, sched.AllocatorConfig{Reserved: 2, Logger: log})
+	p.reserved = p.alloc.Reserved()
+	return p
+}
+
+// Pinned reports whether stages are pinned.
+func (p *CorePlacer) Pinned() bool { return p.pin }
+
+// Start runs a stage on a sched.Worker, pinned to its core.
+func (p *CorePlacer) Start(stage string, index int, run func()) func() {
+	if !p.pin {
+		return goPlacer{}.Start(stage, index, run)
+	}
+	cfg := sched.WorkerConfig{Name: fmt.Sprintf("%s-%d", stage, index), Warn: p.log.Warn}
+	switch stage {
+	case "source":
+		cfg.Core = p.reserved[0]
+	case "merger":
+		if len(p.reserved) > 1 {
+			cfg.Core = p.reserved[1]
+		}
+	default:
+		cfg.Core, _ = p.alloc.Lease()
+		cfg.Release = p.alloc.Release
+	}
+	w := sched.StartWorker(context.Background(), cfg, func(context.Context) error {
+		run()
+		return nil
+	})
+	return func() { w.Wait() }
+}
