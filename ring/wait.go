@@ -62,7 +62,7 @@ const (
 
 // Push appends v, waiting while the ring is full, and returns the
 // nanoseconds it spent waiting (0 when there was room at once; the
-// splitter's congestion index sums these, Gedik et al. TPDS 2014 §4.1).
+// splitter's congestion index sums these; Gedik et al., TPDS 2014).
 // The total is also added to PushBlockedNs. It returns ErrClosed after
 // Close and ErrCanceled after Cancel (v was then not pushed). On nil, v
 // belongs to the consumer. Producer only.
