@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	goruntime "runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,10 @@ import (
 // ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
 // the job stopped early and its file output was discarded.
 var ErrInterrupted = errors.New("interrupted")
+
+// oversubscribedYield is the rings' yield budget when the job has more
+// stages than the machine has cores.
+const oversubscribedYield = 0
 
 // DefaultRingSize is the capacity of each ring, in batches.
 const DefaultRingSize = 64
@@ -179,6 +184,14 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			}
 			if r.outs[c], err = ring.New[*Batch](job.RingSize); err != nil {
 				return nil, err
+			}
+		}
+		if n+2 > goruntime.NumCPU() {
+			// More busy stages than cores: a waiting stage yielding its
+			// thread would steal the time of the stage it waits for.
+			for c := 0; c < n; c++ {
+				r.ins[c].SetYield(oversubscribedYield)
+				r.outs[c].SetYield(oversubscribedYield)
 			}
 		}
 		if r.splitter, err = newSplitter(r.ins, splitIn, reg); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by Pop and PopN once the producer has called Close
@@ -50,6 +51,9 @@ type SPSC[T any] struct {
 	tail        atomic.Uint64 // next slot to fill; the publish
 	headCache   uint64        // producer's last view of head
 	pushBlocked atomic.Int64  // ns spent blocked in Push/PushN, total
+	// yield is how long a blocked side yields before it parks (see
+	// wait.go); set before the ring is shared.
+	yield time.Duration
 	_           [blockBytes - 24]byte
 
 	// Consumer block: written by the consumer only.
@@ -81,8 +85,16 @@ func New[T any](capacity int) (*SPSC[T], error) {
 		mask:  uint64(c - 1),
 		pwake: make(chan struct{}, 1),
 		cwake: make(chan struct{}, 1),
+		yield: yieldFor,
 	}, nil
 }
+
+// SetYield sets how long a blocked Push or Pop keeps yielding its thread
+// (sched_yield) before it parks, default 100 µs (see wait.go). When the
+// process has more busy threads than cores, yielding steals time from the
+// peer it waits for: a short budget (or 0: spin, then park) is better.
+// Call it before the ring is shared.
+func (r *SPSC[T]) SetYield(d time.Duration) { r.yield = d }
 
 // Cap returns the capacity: the most values the ring holds at once.
 func (r *SPSC[T]) Cap() int { return len(r.buf) }

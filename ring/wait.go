@@ -175,7 +175,7 @@ func (r *SPSC[T]) producerWait(i int, start time.Time) error {
 	}
 	switch {
 	case i < spinSteps:
-	case time.Since(start) < yieldFor:
+	case time.Since(start) < r.yield:
 		osYield()
 	default:
 		r.parkProducer()
@@ -211,7 +211,7 @@ func (r *SPSC[T]) consumerWait(i int, start time.Time) error {
 	}
 	switch {
 	case i < spinSteps:
-	case time.Since(start) < yieldFor:
+	case time.Since(start) < r.yield:
 		osYield()
 	default:
 		r.parkConsumer()

@@ -38,6 +38,11 @@ type csvFormat struct {
 	ascii  byte // the delimiter, when it is one byte
 	types  []core.Type
 	numeri bool // the delimiter can occur in a formatted non-string value
+	// The last timestamp formatted in each column and its text: rows in
+	// time order repeat timestamps (window bounds), and formatting one
+	// costs more than the rest of a row.
+	tsLast []int64
+	tsText [][]byte
 }
 
 func (c *csvFormat) open(dst []byte, s *core.Schema) ([]byte, error) {
@@ -59,6 +64,8 @@ func (c *csvFormat) open(dst []byte, s *core.Schema) ([]byte, error) {
 	for _, f := range s.Fields {
 		c.types = append(c.types, f.Type)
 	}
+	c.tsLast = make([]int64, len(s.Fields))
+	c.tsText = make([][]byte, len(s.Fields))
 	if c.opts.Header {
 		lineStart := len(dst)
 		for i, f := range s.Fields {
@@ -118,6 +125,16 @@ func (c *csvFormat) batch(dst []byte, b *core.Batch) []byte {
 			}
 			if t == core.String {
 				dst = c.field(dst, row[j].Str())
+				continue
+			}
+			if t == core.Timestamp && !c.numeri {
+				if ns := row[j].Time(); c.tsText[j] != nil && ns == c.tsLast[j] {
+					dst = append(dst, c.tsText[j]...)
+				} else {
+					start := len(dst)
+					dst = core.AppendText(dst, t, row[j])
+					c.tsLast[j], c.tsText[j] = ns, append(c.tsText[j][:0], dst[start:]...)
+				}
 				continue
 			}
 			start := len(dst)
