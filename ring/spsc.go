@@ -54,7 +54,7 @@ type SPSC[T any] struct {
 	// yield is how long a blocked side yields before it parks (see
 	// wait.go); set before the ring is shared.
 	yield time.Duration
-	_           [blockBytes - 24]byte
+	_     [blockBytes - 24]byte
 
 	// Consumer block: written by the consumer only.
 	head       atomic.Uint64 // next slot to take; the release
