@@ -29,9 +29,12 @@ const (
 	Barrier
 	// End marks end of stream: nothing follows it on that ring.
 	End
+	// Reconfig marks the point in the splitter's order where the channel
+	// count changes (prepare → sync → update, DESIGN.md).
+	Reconfig
 )
 
-var kindNames = [...]string{"data", "watermark", "pulse", "barrier", "end"}
+var kindNames = [...]string{"data", "watermark", "pulse", "barrier", "end", "reconfig"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -69,6 +72,7 @@ type Batch struct {
 	// Channel is the channel a batch left (set by the runtime for the merger).
 	Channel int
 
+	reconf *reconf // of a Reconfig marker
 	pooled bool
 }
 
@@ -128,6 +132,7 @@ func (b *Batch) Reset() {
 	b.MarkSeq = 0
 	b.Progress = 0
 	b.Channel = 0
+	b.reconf = nil
 }
 
 // Full reports whether the batch holds BatchSize records.

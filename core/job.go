@@ -51,6 +51,14 @@ type Region struct {
 	// Unordered lets the merger emit channels' outputs in arrival order.
 	Unordered bool
 	Ops       []OperatorDef
+	// MaxChannels bounds live channel changes (default Channels).
+	MaxChannels int
+	// Elastic, if set, lets a controller change the channel count while the
+	// job runs.
+	Elastic *Elastic
+	// Schedule, if set (tests, demos), is asked after every source batch
+	// (numbered from 1) for the channel count; 0 keeps the current one.
+	Schedule func(batch int64) int
 }
 
 // Placer starts the job's stage goroutines, pinned to cores where it can

@@ -43,6 +43,25 @@ type Env struct {
 	Channels int
 	// Errors applies the job's on_error policy.
 	Errors *ErrorPolicy
+	// Watermark, when Rescaled, is the event time (ns) a channel added
+	// while the job runs starts at: the watermark the splitter last sent.
+	// Otherwise the instance starts before any watermark (NoTime).
+	Watermark int64
+	Rescaled  bool
+}
+
+// Migrator is implemented by keyed operators whose instances keep data
+// about their channel's key groups outside the shared kvstate maps (a
+// window's firing index). When key groups change owner, the losing
+// instance hands that data to the gaining one, by pointer, in memory.
+// Both calls happen on the instances' own goroutines, at the
+// reconfiguration marker, after every record routed before it.
+type Migrator interface {
+	// ReleaseGroups removes what the instance keeps about key groups and
+	// returns it; the caller passes it to AdoptGroups of the new owner.
+	ReleaseGroups(groups []int) any
+	// AdoptGroups takes over what another instance released.
+	AdoptGroups(groups []int, released any)
 }
 
 // OperatorDef is an operator bound to its input schema: what the job graph

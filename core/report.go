@@ -14,6 +14,10 @@ type Report struct {
 	DeadLetters int64 // malformed records written to the dead-letter file
 	Late        int64 // records that arrived after their windows fired
 	Interrupted bool
+	// Rescales counts live channel changes; the Pause figures are the
+	// pauses channels saw in them (p50, p99, max).
+	Rescales                     int64
+	PauseP50, PauseP99, PauseMax time.Duration
 }
 
 // OperatorReport gives one operator's record counts, summed over channels.
@@ -56,11 +60,17 @@ func (r *run) report(wall time.Duration, pre, region, post []*Counters) *Report 
 	add("pre", r.job.Pre, pre)
 	if r.job.Region != nil {
 		add("region", r.job.Region.Ops, region)
-		for c := range r.chanStats {
+		for c := range r.usedChans {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
 				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.splitter.blocked[c].Load()})
 		}
 	}
 	add("post", r.job.Post, post)
+	rep.Rescales = r.rescales.Load()
+	if h := r.pauses.h; h != nil {
+		rep.PauseP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
+		rep.PauseP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
+		rep.PauseMax = time.Duration(h.Max()) * time.Microsecond
+	}
 	return rep
 }

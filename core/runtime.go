@@ -37,14 +37,33 @@ type run struct {
 	errMu sync.Mutex
 	err   error
 
+	ctx               context.Context
 	pre, post         []instance
-	region            [][]instance // per channel
 	splitter          *splitter
-	ins, outs         []*ring.SPSC[*Batch]
 	bell              *doorbell
-	chanStats         []ChannelStats
+	chanStats         []ChannelStats // one per channel index up to maxChannels
 	regionOut         *Schema
+	regionCounters    []*Counters
 	recordsIn, recOut atomic.Int64
+	maxChannels       int
+	placer            Placer
+	wg                sync.WaitGroup
+	yield             bool // rings get oversubscribedYield
+
+	// ringsMu guards rings, every ring ever created, so that a failing
+	// stage can cancel them all.
+	ringsMu sync.Mutex
+	rings   []*ring.SPSC[*Batch]
+
+	// Live reconfiguration (rescale.go).
+	rescales  atomic.Int64
+	pauses    pauseHist
+	scaler    scaler
+	usedChans int // highest channel count reached
+	// mergerOuts are the channels' output rings as of the splitter's
+	// current configuration (source stage only; the merger learns of
+	// changes in-band).
+	mergerOuts []*ring.SPSC[*Batch]
 }
 
 type instance struct {
@@ -76,13 +95,31 @@ func (r *run) recoverStage(stage string, index int) {
 		return
 	}
 	r.fail(fmt.Errorf("%s %d panicked: %v\n%s", stage, index, v, debug.Stack()))
-	for _, rg := range r.ins {
+	r.cancelRings()
+}
+
+func (r *run) cancelRings() {
+	r.ringsMu.Lock()
+	for _, rg := range r.rings {
 		rg.Cancel()
 	}
-	for _, rg := range r.outs {
-		rg.Cancel()
-	}
+	r.ringsMu.Unlock()
 	r.bell.ring()
+}
+
+// newRing makes a ring and registers it.
+func (r *run) newRing() (*ring.SPSC[*Batch], error) {
+	rg, err := ring.New[*Batch](r.job.RingSize)
+	if err != nil {
+		return nil, err
+	}
+	if r.yield {
+		rg.SetYield(oversubscribedYield)
+	}
+	r.ringsMu.Lock()
+	r.rings = append(r.rings, rg)
+	r.ringsMu.Unlock()
+	return rg, nil
 }
 
 func (r *run) firstErr() error {
@@ -161,7 +198,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	}
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
-	var regionCounters []*Counters
+	r.ctx = ctx
 	if reg := job.Region; reg != nil {
 		if reg.Groups == 0 {
 			reg.Groups = kvstate.DefaultGroups
@@ -170,34 +207,25 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil, err
 		}
 		n := reg.Channels
-		regionCounters = newCounters(len(reg.Ops))
-		r.region = make([][]instance, n)
-		for c := 0; c < n; c++ {
-			if r.region[c], err = instantiate(reg.Ops, Env{Channel: c, Channels: n, Errors: job.Errors}, regionCounters); err != nil {
+		r.regionCounters = newCounters(len(reg.Ops))
+		r.maxChannels = max(n, reg.MaxChannels)
+		r.usedChans = n
+		// More busy stages than cores: a waiting stage yielding its thread
+		// would steal the time of the stage it waits for.
+		r.yield = n+2 > goruntime.NumCPU()
+		ins := make([]*ring.SPSC[*Batch], n)
+		for c := range ins {
+			if ins[c], err = r.newRing(); err != nil {
 				return nil, err
 			}
 		}
-		r.ins, r.outs = make([]*ring.SPSC[*Batch], n), make([]*ring.SPSC[*Batch], n)
-		for c := 0; c < n; c++ {
-			if r.ins[c], err = ring.New[*Batch](job.RingSize); err != nil {
-				return nil, err
-			}
-			if r.outs[c], err = ring.New[*Batch](job.RingSize); err != nil {
-				return nil, err
-			}
-		}
-		if n+2 > goruntime.NumCPU() {
-			// More busy stages than cores: a waiting stage yielding its
-			// thread would steal the time of the stage it waits for.
-			for c := 0; c < n; c++ {
-				r.ins[c].SetYield(oversubscribedYield)
-				r.outs[c].SetYield(oversubscribedYield)
-			}
-		}
-		if r.splitter, err = newSplitter(r.ins, splitIn, reg); err != nil {
+		if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
 			return nil, err
 		}
-		r.chanStats = make([]ChannelStats, n)
+		r.chanStats = make([]ChannelStats, r.maxChannels)
+		if r.scaler, err = newScaler(reg, job.Log); err != nil {
+			return nil, err
+		}
 		r.regionOut = outSchema(splitIn, reg.Ops)
 		sinkIn = r.regionOut
 	}
@@ -232,35 +260,40 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		r.recOut.Add(int64(b.Len))
 		return job.Sink.Write(b)
 	})
-	placer := job.Placer
-	if placer == nil {
-		placer = goPlacer{}
+	r.placer = job.Placer
+	if r.placer == nil {
+		r.placer = goPlacer{}
 	}
-	var waits []func()
 	var head func(*Batch) error
 	if job.Region == nil {
 		head = postChain.Push
 	} else {
 		head = r.splitter.route
-		for c := range r.region {
-			waits = append(waits, placer.Start("channel", c, func() {
-				defer r.recoverStage("channel", c)
-				r.channel(c)
-			}))
+		outs := make([]*ring.SPSC[*Batch], len(r.splitter.rings))
+		for c, in := range r.splitter.rings {
+			if outs[c], err = r.newRing(); err != nil {
+				return nil, err
+			}
+			if err = r.startChannel(c, len(outs), in, outs[c], NoTime, nil); err != nil {
+				return nil, err
+			}
 		}
-		waits = append(waits, placer.Start("merger", 0, func() {
+		r.mergerOuts = outs
+		r.wg.Add(1)
+		r.placer.Start("merger", 0, func() {
+			defer r.wg.Done()
 			defer r.recoverStage("merger", 0)
-			r.merge(postChain)
-		}))
+			r.merge(postChain, outs)
+		})
 	}
 	preChain := chainOf(r.pre, head)
-	waits = append(waits, placer.Start("source", 0, func() {
+	r.wg.Add(1)
+	r.placer.Start("source", 0, func() {
+		defer r.wg.Done()
 		defer r.recoverStage("source", 0)
 		r.source(ctx, preChain, timeField, timeUnit)
-	}))
-	for _, w := range waits {
-		w()
-	}
+	})
+	r.wg.Wait()
 
 	err = r.firstErr()
 	if err == nil {
@@ -272,7 +305,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		err = cerr
 	}
 	job.Source.Close()
-	rep := r.report(time.Since(start), preCounters, regionCounters, postCounters)
+	rep := r.report(time.Since(start), preCounters, r.regionCounters, postCounters)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		rep.Interrupted = true
 		err = fmt.Errorf("%w: stopped after %d records", ErrInterrupted, rep.RecordsIn)
@@ -317,6 +350,13 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 				}
 			}
 		}
+		if r.scaler != nil {
+			if n := r.scaler.next(r); n > 0 && n != len(r.splitter.rings) {
+				if err = r.rescale(n); err != nil {
+					break
+				}
+			}
+		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
 			break
@@ -327,16 +367,34 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 	}
 	if err != nil {
 		r.fail(err)
-		for _, in := range r.ins {
-			in.Close()
+		if r.splitter != nil {
+			for _, in := range r.splitter.rings {
+				in.Close()
+			}
 		}
 	}
 }
 
+// startChannel instantiates the region's operators for channel c of n and
+// starts its stage. join, for a channel added by a reconfiguration, is that
+// reconfiguration: the channel adopts its key groups before it starts.
+func (r *run) startChannel(c, n int, in, out *ring.SPSC[*Batch], wm int64, join *reconf) error {
+	insts, err := instantiate(r.job.Region.Ops, Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil}, r.regionCounters)
+	if err != nil {
+		return err
+	}
+	r.wg.Add(1)
+	r.placer.Start("channel", c, func() {
+		defer r.wg.Done()
+		defer r.recoverStage("channel", c)
+		r.channel(c, in, out, insts, join)
+	})
+	return nil
+}
+
 // channel runs channel c of the region: pop, process through the fused
 // region operators, push to the merger's ring.
-func (r *run) channel(c int) {
-	in, out := r.ins[c], r.outs[c]
+func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join *reconf) {
 	stats := &r.chanStats[c]
 	var pending *Batch
 	var progress uint64
@@ -360,7 +418,7 @@ func (r *run) channel(c int) {
 		idle = 0
 		return send(b)
 	}
-	chain := chainOf(r.region[c], func(b *Batch) error {
+	chain := chainOf(insts, func(b *Batch) error {
 		if b.Kind == Data {
 			if pending != nil {
 				if err := send(pending); err != nil {
@@ -383,12 +441,30 @@ func (r *run) channel(c int) {
 		out.Close()
 		r.bell.ring()
 	}()
+	if join != nil {
+		progress = join.seq
+		if err := r.adopt(c, join, insts, time.Now()); err != nil {
+			r.fail(err)
+			in.Cancel()
+			return
+		}
+	}
 	for {
 		b, err := in.Pop()
 		if err != nil {
 			return // closed without End: the source failed and said so
 		}
 		kind, last, n := b.Kind, b.LastSeq(), b.Len
+		var retire bool
+		if kind == Reconfig {
+			if err := r.migrate(c, b.reconf, insts); err != nil {
+				b.Release()
+				r.fail(err)
+				in.Cancel()
+				return
+			}
+			retire = c >= b.reconf.to
+		}
 		t0 := time.Now()
 		err = chain.Push(b)
 		if kind == Data {
@@ -415,7 +491,7 @@ func (r *run) channel(c int) {
 			in.Cancel()
 			return
 		}
-		if kind == End {
+		if kind == End || retire {
 			return
 		}
 	}
@@ -423,8 +499,8 @@ func (r *run) channel(c int) {
 
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
-func (r *run) merge(post *Chain) {
-	n := len(r.outs)
+func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
+	n := len(outs)
 	reg := r.job.Region
 	var tie order.Tie[*Batch]
 	if last := len(reg.Ops) - 1; last >= 0 && reg.Ops[last].Order != nil {
@@ -439,7 +515,7 @@ func (r *run) merge(post *Chain) {
 		if err != nil {
 			r.fail(err)
 		}
-		for _, o := range r.outs {
+		for _, o := range outs {
 			o.Cancel()
 		}
 		cur.Release()
@@ -453,7 +529,7 @@ func (r *run) merge(post *Chain) {
 		return post.Push(b)
 	}
 	ready := func() bool {
-		for c, o := range r.outs {
+		for c, o := range outs {
 			if o.Len() > 0 || (o.Closed() && !ended[c]) || o.Canceled() {
 				return true
 			}
@@ -462,7 +538,7 @@ func (r *run) merge(post *Chain) {
 	}
 	for {
 		got := false
-		for c, o := range r.outs {
+		for c, o := range outs {
 			k := o.TryPopN(buf)
 			for _, b := range buf[:k] {
 				got = true
@@ -473,8 +549,8 @@ func (r *run) merge(post *Chain) {
 					m.Progress(c, b.MarkSeq)
 					b.Release()
 				default:
-					if b.Kind == End {
-						ended[c] = true
+					if b.Kind == End || (b.Kind == Reconfig && c >= b.reconf.to) {
+						ended[c] = true // nothing follows on this ring
 					}
 					m.PushMarker(c, b, b.MarkSeq)
 				}
@@ -522,6 +598,23 @@ func (r *run) merge(post *Chain) {
 				mk := st.Markers[0]
 				for _, o := range st.Markers[1:] {
 					o.Release()
+				}
+				if mk.Kind == Reconfig {
+					// Every channel is past the change: switch inputs.
+					rc := mk.reconf
+					mk.Release()
+					if err = flushCur(); err != nil {
+						stop(err)
+						return
+					}
+					outs = rc.outs
+					m.Resize(len(outs), rc.seq)
+					// A channel kept may already have delivered a later
+					// marker that retires it: keep what is known.
+					e := make([]bool, len(outs))
+					copy(e, ended)
+					ended = e
+					continue
 				}
 				end := mk.Kind == End
 				if err = flushCur(); err == nil {

@@ -33,11 +33,14 @@ type splitter struct {
 	// blocked counts, per channel, the ns the splitter spent blocked on a
 	// full ring: the congestion index's numerator (Gedik et al. 2014, §4.1).
 	blocked []atomic.Int64
+	// lastWM is the last watermark broadcast: a channel added later starts
+	// there.
+	lastWM int64
 }
 
-func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region) (*splitter, error) {
+func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region, maxChannels int) (*splitter, error) {
 	s := &splitter{rings: rings, parts: make([]*Batch, len(rings)), idle: make([]int, len(rings)),
-		blocked: make([]atomic.Int64, len(rings)), groups: r.Groups}
+		blocked: make([]atomic.Int64, maxChannels), groups: r.Groups, lastWM: NoTime}
 	for _, k := range r.Key {
 		i, err := in.Lookup(k)
 		if err != nil {
@@ -155,6 +158,9 @@ func (s *splitter) route(b *Batch) error {
 // every channel, and closes the rings after End.
 func (s *splitter) broadcast(b *Batch) error {
 	s.seq++
+	if b.Kind == Watermark {
+		s.lastWM = b.Watermark
+	}
 	for c := range s.rings {
 		m := NewMarker(b.Kind)
 		m.Watermark, m.Epoch, m.MarkSeq = b.Watermark, b.Epoch, s.seq

@@ -61,6 +61,29 @@ func New[B any](n int, ordered bool, tie Tie[B]) *Merger[B] {
 	return &Merger[B]{in: make([]input[B], n), tie: tie, ordered: ordered, markers: make([]B, n)}
 }
 
+// Resize changes the number of inputs, right after the marker of a
+// reconfiguration was released (Step Marker), when every input is past it:
+// inputs n and above are dropped — their channels must have sent nothing
+// after the marker, so their queues are empty — and new inputs start with
+// progress p (the marker's sequence number: a new channel never emits
+// anything ordered before it).
+func (m *Merger[B]) Resize(n int, p uint64) {
+	for c := n; c < len(m.in); c++ {
+		if !m.in[c].empty() {
+			panic("order: Resize drops an input that still holds items")
+		}
+	}
+	if n < len(m.in) {
+		clear(m.in[n:])
+		m.in = m.in[:n]
+	}
+	for len(m.in) < n {
+		m.in = append(m.in, input[B]{progress: p})
+	}
+	m.markers = make([]B, n)
+	m.rr = 0
+}
+
 // Channels is the number of inputs.
 func (m *Merger[B]) Channels() int { return len(m.in) }
 

@@ -217,3 +217,43 @@ func TestMergerWaitsForProgress(t *testing.T) {
 		t.Fatalf("after progress 100: %+v %v, want record 2 and Done", st, ok)
 	}
 }
+
+// After a reconfiguration marker the merger drops retired inputs and takes
+// new ones, which start past the marker.
+func TestMergerResize(t *testing.T) {
+	m := New[*tb](3, true, nil)
+	for c := 0; c < 3; c++ {
+		m.PushData(c, &tb{seqs: []uint64{uint64(c + 1)}}, []uint64{uint64(c + 1)}, 0)
+		m.PushMarker(c, &tb{marker: true, seq: 10, ch: c}, 10)
+	}
+	var got []uint64
+	for {
+		st, ok := m.Next()
+		if !ok {
+			break
+		}
+		if st.Kind == Run && st.To > st.From {
+			got = append(got, st.Batch.seqs[st.From:st.To]...)
+		}
+		if st.Kind == Marker {
+			got = append(got, 10)
+			m.Resize(2, 10) // channel 2 retired
+			break
+		}
+	}
+	if want := []uint64{1, 2, 3, 10}; !slices.Equal(got, want) {
+		t.Fatalf("before resize: %v, want %v", got, want)
+	}
+	m.Resize(4, 10) // two new channels
+	m.PushData(3, &tb{seqs: []uint64{11}}, []uint64{11}, 0)
+	if _, ok := m.Next(); ok {
+		t.Fatal("emitted while channels 0-2 may still send seq 11")
+	}
+	for c := 0; c < 3; c++ {
+		m.Progress(c, 12)
+	}
+	st, ok := m.Next()
+	if !ok || st.Channel != 3 || st.Batch.seqs[st.From] != 11 {
+		t.Fatalf("after progress: %+v %v", st, ok)
+	}
+}

@@ -108,8 +108,12 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Out:   out,
 		Order: order,
 		New: func(env core.Env) (core.Operator, error) {
-			return &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
-				fire: map[int64][]ref{}, wm: core.NoTime, tmp: make([]acc, len(aggs))}, nil
+			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
+				fire: map[int64][]ref{}, wm: core.NoTime, tmp: make([]acc, len(aggs))}
+			if env.Rescaled {
+				w.wm = env.Watermark
+			}
+			return w, nil
 		},
 	}, nil
 }
@@ -349,4 +353,51 @@ func describe(s *core.Schema, row []core.Value) string {
 		sb.Write(buf)
 	}
 	return sb.String()
+}
+
+// released is what a window instance hands over with key groups: the
+// firing-index entries of the keys in them (their state stays in the
+// shared kvstate map).
+type released map[int64][]ref
+
+// ReleaseGroups implements core.Migrator: it removes the keys of groups
+// from this instance's firing index and returns them.
+func (w *windowOp) ReleaseGroups(groups []int) any {
+	lose := make(map[int32]bool, len(groups))
+	for _, g := range groups {
+		lose[int32(g)] = true
+	}
+	out := released{}
+	keep := w.ends[:0]
+	for _, end := range w.ends {
+		refs := w.fire[end]
+		k := 0
+		for _, r := range refs {
+			if lose[r.g] {
+				out[end] = append(out[end], r)
+			} else {
+				refs[k] = r
+				k++
+			}
+		}
+		if k == 0 {
+			delete(w.fire, end)
+			w.spare = append(w.spare, refs[:0])
+			continue
+		}
+		w.fire[end] = refs[:k]
+		keep = append(keep, end)
+	}
+	w.ends = keep
+	return out
+}
+
+// AdoptGroups implements core.Migrator: it adds another instance's released
+// keys to this instance's firing index.
+func (w *windowOp) AdoptGroups(_ []int, h any) {
+	for end, refs := range h.(released) {
+		for _, r := range refs {
+			w.index(end, r)
+		}
+	}
 }

@@ -1,0 +1,292 @@
+package core
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"streamd/elastic"
+	"streamd/kvstate"
+	"streamd/ring"
+)
+
+// Elastic configures the controller that changes a region's channel count
+// while the job runs (Gedik et al., IEEE TPDS 25(6), 2014; DS2, OSDI 2018).
+type Elastic struct {
+	// Policy is "levels" (the TPDS 2014 level controller), "ds2" or "off".
+	Policy string
+	Config elastic.Config
+	// DryRun logs every decision without carrying it out.
+	DryRun bool
+	// Timeline, if set, receives one CSV line per period: time, channels,
+	// congestion index, throughput, arrival rate, level, rule, applied.
+	Timeline io.Writer
+}
+
+// reconf is one live change of the channel count, from the splitter's
+// sequence number seq on (prepare → sync → update, DESIGN.md; Trisk,
+// SoCC 2021). It is built by the source stage before the markers go out and
+// is read-only afterwards.
+type reconf struct {
+	seq      uint64
+	from, to int // channel counts
+	moves    []kvstate.Move
+	// mail[c] receives the key groups channel c gains, one handoff per
+	// losing channel; expect[c] says how many.
+	mail   []chan handoff
+	expect []int
+	// outs are the merger's inputs after the change.
+	outs []*ring.SPSC[*Batch]
+}
+
+// handoff carries key groups from their old owner to the new one: for each
+// region operator, what its Migrator released (nil otherwise). The state in
+// the shared kvstate maps does not move at all; the send on mail orders the
+// old owner's last access before the new owner's first.
+type handoff struct {
+	groups []int
+	state  []any
+}
+
+// pauseHist records the pause each channel sees in a reconfiguration, µs.
+type pauseHist struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+}
+
+func (p *pauseHist) record(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.h == nil {
+		p.h = hdrhistogram.New(1, 60_000_000, 3)
+	}
+	p.h.RecordValue(max(1, d.Microseconds()))
+}
+
+// rescale changes the channel count to n. It runs on the source stage, the
+// splitter's goroutine, between two batches.
+func (r *run) rescale(n int) error {
+	sp := r.splitter
+	from := len(sp.rings)
+	if n < 1 || n > r.maxChannels {
+		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
+	}
+	// Prepare: the new key-group table and the moves; new channels and
+	// their rings, idle until their groups arrive.
+	sp.seq++
+	rc := &reconf{seq: sp.seq, from: from, to: n, mail: make([]chan handoff, max(from, n)), expect: make([]int, max(from, n))}
+	var table *kvstate.Table
+	if sp.table != nil {
+		table = kvstate.NewTable(sp.groups, n)
+		rc.moves = kvstate.Moves(sp.table, table)
+		senders := make([]map[int]bool, len(rc.expect))
+		for _, m := range rc.moves {
+			if senders[m.To] == nil {
+				senders[m.To] = map[int]bool{}
+			}
+			if !senders[m.To][m.From] {
+				senders[m.To][m.From] = true
+				rc.expect[m.To]++
+			}
+		}
+	}
+	for c := range rc.mail {
+		rc.mail[c] = make(chan handoff, from)
+	}
+	rings := append([]*ring.SPSC[*Batch](nil), sp.rings[:min(from, n)]...)
+	rc.outs = append([]*ring.SPSC[*Batch](nil), r.mergerOuts[:min(from, n)]...)
+	for c := from; c < n; c++ {
+		in, err := r.newRing()
+		if err != nil {
+			return err
+		}
+		out, err := r.newRing()
+		if err != nil {
+			return err
+		}
+		rings = append(rings, in)
+		rc.outs = append(rc.outs, out)
+		if err := r.startChannel(c, n, in, out, sp.lastWM, rc); err != nil {
+			return err
+		}
+	}
+	// Sync: every old channel gets the marker at seq; FIFO order means it
+	// has processed everything routed to it before.
+	for c := 0; c < from; c++ {
+		m := NewMarker(Reconfig)
+		m.MarkSeq, m.reconf = rc.seq, rc
+		if err := sp.push(c, m); err != nil {
+			return err
+		}
+	}
+	// Update: route under the new table from here on.
+	for c := n; c < from; c++ {
+		sp.rings[c].Close()
+	}
+	sp.rings, sp.table = rings, table
+	sp.parts = make([]*Batch, n)
+	sp.idle = make([]int, n)
+	sp.rr %= n
+	r.mergerOuts = rc.outs
+	r.usedChans = max(r.usedChans, n)
+	r.rescales.Add(1)
+	return nil
+}
+
+// migrate is what channel c does at a reconfiguration marker: hand the key
+// groups it loses to their new owners, then adopt those it gains.
+func (r *run) migrate(c int, rc *reconf, insts []instance) error {
+	t0 := time.Now()
+	lost := map[int][]int{}
+	for _, m := range rc.moves {
+		if m.From == c {
+			lost[m.To] = append(lost[m.To], m.Group)
+		}
+	}
+	for to, groups := range lost {
+		h := handoff{groups: groups, state: make([]any, len(insts))}
+		for i, in := range insts {
+			if mg, ok := in.op.(Migrator); ok {
+				h.state[i] = mg.ReleaseGroups(groups)
+			}
+		}
+		rc.mail[to] <- h // buffered for every sender: never blocks
+	}
+	return r.adopt(c, rc, insts, t0)
+}
+
+// adopt waits for the handoffs channel c expects and installs them; the
+// channel's pause (from t0) is recorded.
+func (r *run) adopt(c int, rc *reconf, insts []instance, t0 time.Time) error {
+	if c < len(rc.expect) {
+		for k := 0; k < rc.expect[c]; k++ {
+			var h handoff
+			select {
+			case h = <-rc.mail[c]:
+			case <-r.ctx.Done():
+				return fmt.Errorf("channel %d: stopped while waiting for its key groups", c)
+			}
+			for i, in := range insts {
+				if mg, ok := in.op.(Migrator); ok {
+					mg.AdoptGroups(h.groups, h.state[i])
+				}
+			}
+		}
+	}
+	r.pauses.record(time.Since(t0))
+	return nil
+}
+
+// scaler decides, after each source batch, the channel count (0 = keep).
+type scaler interface {
+	next(r *run) int
+}
+
+func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
+	switch {
+	case reg.Schedule != nil:
+		return &scheduled{f: reg.Schedule}, nil
+	case reg.Elastic != nil && reg.Elastic.Policy != "" && reg.Elastic.Policy != "off":
+		cfg := reg.Elastic.Config
+		if cfg.InitialChannels == 0 {
+			cfg.InitialChannels = reg.Channels
+		}
+		p, err := elastic.New(reg.Elastic.Policy, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if reg.Elastic.DryRun {
+			p = elastic.NewDryRun(p)
+		}
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		c := &controlled{policy: p, period: time.Duration(cfg.PeriodNs), log: log, timeline: reg.Elastic.Timeline}
+		if c.period <= 0 {
+			c.period = time.Second
+		}
+		if c.timeline != nil {
+			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied")
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// scheduled follows Region.Schedule (tests and demos).
+type scheduled struct {
+	f       func(batch int64) int
+	batches int64
+}
+
+func (s *scheduled) next(*run) int {
+	s.batches++
+	return s.f(s.batches)
+}
+
+// controlled asks an elastic.Policy once per period. The period's metrics
+// are the splitter's blocked ns per channel (congestion index), the
+// channels' busy ns and records, and the records arriving at the splitter.
+type controlled struct {
+	policy   elastic.Policy
+	period   time.Duration
+	window   elastic.Window
+	log      *slog.Logger
+	timeline io.Writer
+	start    time.Time
+	last     time.Time
+	counters elastic.Counters
+}
+
+func (c *controlled) next(r *run) int {
+	now := time.Now()
+	if c.start.IsZero() {
+		c.start, c.last = now, now
+		c.window.Observe(c.snapshot(r, now))
+		return 0
+	}
+	if now.Sub(c.last) < c.period {
+		return 0
+	}
+	c.last = now
+	p, ok := c.window.Observe(c.snapshot(r, now))
+	if !ok {
+		return 0
+	}
+	d := c.policy.Step(p)
+	applied := d.Changed() && !d.DryRun
+	c.log.Info("elastic", "t", now.Sub(c.start).Round(time.Millisecond), "congestion", fmt.Sprintf("%.3f", p.Congestion()),
+		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
+		"level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
+	if c.timeline != nil {
+		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v\n", now.Sub(c.start).Seconds(), len(p.Channels),
+			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied)
+	}
+	if !applied {
+		return 0
+	}
+	c.window.Reset()
+	return d.Channels
+}
+
+func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
+	n := len(r.splitter.rings)
+	c.counters.TimeNs = now.UnixNano()
+	c.counters.Channels = c.counters.Channels[:0]
+	var processed uint64
+	for i := 0; i < n; i++ {
+		rec := uint64(r.chanStats[i].Records.Load())
+		processed += rec
+		c.counters.Channels = append(c.counters.Channels, elastic.ChannelCounters{
+			BlockedNs: r.splitter.blocked[i].Load(), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec})
+	}
+	c.counters.Arrived = uint64(r.recordsIn.Load())
+	// Records leaving the region: those its channels have processed (a
+	// window's output is much smaller than its input and bursty).
+	c.counters.Departed = processed
+	return c.counters
+}
