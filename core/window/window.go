@@ -35,8 +35,6 @@ type keyState struct {
 	key   tuple
 	next  *keyState
 	panes []pane // by start, ascending
-	// horizon is the largest window end this key is registered to fire at.
-	horizon int64
 }
 
 // pane aggregates a key's records of one slide-long slice of event time
@@ -175,22 +173,11 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		if st == nil {
 			st = w.insert(g, h, &k)
 		}
-		p := w.pane(st, start)
-		if lastEnd > st.horizon {
-			// Register the key at every window end of this pane it is not
-			// registered at yet and that has not fired.
-			e := max(st.horizon+slide, start+slide)
-			if fired := w.wm + 1; e <= fired {
-				e += (fired - e) / slide * slide
-				for e-1 <= w.wm {
-					e += slide
-				}
-			}
-			for ; e <= lastEnd; e += slide {
-				w.index(e, ref{g: int32(g), h: h, st: st})
-			}
-			st.horizon = lastEnd
+		pi, created := w.pane(st, start)
+		if created {
+			w.register(st, pi, ref{g: int32(g), h: h, st: st})
 		}
+		p := &st.panes[pi]
 		for a := range w.aggs {
 			if err := w.aggs[a].add(&p.accs[a], row); err != nil {
 				if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
@@ -202,18 +189,40 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 	return nil
 }
 
-// pane returns st's pane starting at start, adding it in order if missing.
-// Records mostly arrive in event-time order, so the search runs from the end.
-func (w *windowOp) pane(st *keyState, start int64) *pane {
-	i := len(st.panes)
+// pane returns st's pane starting at start, adding it in order if missing
+// (created). Records mostly arrive in event-time order, so the search runs
+// from the end.
+func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
+	i = len(st.panes)
 	for i > 0 && st.panes[i-1].start >= start {
 		if st.panes[i-1].start == start {
-			return &st.panes[i-1]
+			return i - 1, false
 		}
 		i--
 	}
 	st.panes = slices.Insert(st.panes, i, pane{start: start, accs: w.newAccs()})
-	return &st.panes[i]
+	return i, true
+}
+
+// register indexes the key at every window end of a new pane that no other
+// pane of the key already registered and that has not fired. A pane
+// starting at s belongs to the windows ending in [s+slide, s+size]; the
+// panes before and after it (sorted) cover contiguous ends next to it.
+func (w *windowOp) register(st *keyState, i int, r ref) {
+	size, slide := w.spec.Size, w.spec.Slide
+	p := &st.panes[i]
+	lo, hi := p.start+slide, p.start+size
+	if i > 0 {
+		lo = max(lo, st.panes[i-1].start+size+slide)
+	}
+	if i+1 < len(st.panes) {
+		hi = min(hi, st.panes[i+1].start)
+	}
+	for e := lo; e <= hi; e += slide {
+		if e-1 > w.wm {
+			w.index(e, r)
+		}
+	}
 }
 
 func (w *windowOp) lookup(g int, h uint64, k *tuple) *keyState {
@@ -234,7 +243,6 @@ func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
 		st = &keyState{}
 	}
 	st.key = *k
-	st.horizon = core.NoTime
 	st.next = w.state.Get(g, h)
 	w.state.Put(g, h, st)
 	return st
@@ -256,7 +264,7 @@ func (w *windowOp) remove(g int, h uint64, st *keyState) {
 			}
 		}
 	}
-	st.next, st.key, st.horizon = nil, tuple{}, 0
+	st.next, st.key = nil, tuple{}
 	w.states = append(w.states, st)
 }
 
@@ -306,6 +314,9 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				if p.start+w.spec.Size <= end {
 					drop = j + 1 // this window is the pane's last
 				}
+				if p.start < end-w.spec.Size {
+					continue
+				}
 				for a := range w.aggs {
 					w.aggs[a].merge(&w.tmp[a], &p.accs[a])
 				}
@@ -321,7 +332,7 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				w.free = append(w.free, st.panes[j].accs)
 			}
 			st.panes = slices.Delete(st.panes, 0, drop)
-			if len(st.panes) == 0 && st.horizon <= end {
+			if len(st.panes) == 0 {
 				w.remove(int(r.g), r.h, st)
 			}
 		}
