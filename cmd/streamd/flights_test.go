@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -18,6 +19,12 @@ import (
 // dataDir finds ../shared/data beside the repository (CI lays it there).
 func dataDir(t testing.TB) string {
 	t.Helper()
+	if d := os.Getenv("STREAMD_DATA"); d != "" {
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +182,74 @@ func TestFlightsJobMatchesSQLite(t *testing.T) {
 			if g[j] != r[j] {
 				t.Fatalf("row %d %s = %q, sqlite3 %q\nstreamd %v\nsqlite3 %v", i+1, header[j], g[j], r[j], g, r)
 			}
+		}
+	}
+}
+
+// runJobText writes a job file next to nothing (paths come from
+// STREAMD_DATA and STREAMD_OUT) and runs it with the CLI.
+func runJobText(t *testing.T, text string, args ...string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("STREAMD_OUT", dir)
+	job := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(job, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run(append([]string{"run", job, "--quiet"}, args...)); code != 0 {
+		t.Fatalf("streamd run %s exited %d", job, code)
+	}
+	entries, _ := filepath.Glob(filepath.Join(dir, "*.csv"))
+	if len(entries) != 1 {
+		t.Fatalf("outputs %v", entries)
+	}
+	b, err := os.ReadFile(entries[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The flights job and a generator job over 1 M keys produce, while their
+// channel count changes at random (seeded, every few batches, 1..8
+// channels, key groups handed over in memory), exactly the output of a
+// static 1-channel run.
+func TestRescaledJobsMatchStatic(t *testing.T) {
+	data := dataDir(t)
+	t.Setenv("STREAMD_DATA", data)
+	example, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "flights", "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flights := strings.Replace(string(example), "  key_by: [origin]\n", "  key_by: [origin]\n  elastic: {random_every: %d, seed: %d, max_channels: 8}\n", 1)
+	if flights == string(example) {
+		t.Fatal("examples/flights/job.yaml has no key_by line to extend")
+	}
+	static := runJobText(t, string(example))
+	for seed := 1; seed <= 3; seed++ {
+		if got := runJobText(t, fmt.Sprintf(flights, 2+seed%3, seed)); !bytes.Equal(got, static) {
+			t.Fatalf("flights, seed %d: rescaled output differs from static (%d vs %d bytes)", seed, len(got), len(static))
+		}
+	}
+	gen := `name: gen
+source:
+  generator: {seed: 3, count: 1000000, keys: 1000000, distribution: uniform, step: 1ms}
+event_time: {field: ts}
+region:
+  channels: 1
+  key_by: [key]
+%s  ops:
+    - window:
+        size: 5m
+        aggregates: {n: count, total: sum(value), top: max(value)}
+sink:
+  csv: {path: "${STREAMD_OUT}/gen.csv"}
+`
+	base := runJobText(t, fmt.Sprintf(gen, ""))
+	for seed := 1; seed <= 3; seed++ {
+		el := fmt.Sprintf("  elastic: {random_every: %d, seed: %d, max_channels: 8}\n", 1+seed%3, seed)
+		if got := runJobText(t, fmt.Sprintf(gen, el)); !bytes.Equal(got, base) {
+			t.Fatalf("generator, seed %d: rescaled output differs from static (%d vs %d bytes)", seed, len(got), len(base))
 		}
 	}
 }

@@ -23,6 +23,7 @@ type runFlags struct {
 	quiet      bool
 	cpuProfile string
 	memProfile string
+	elasticLog string
 }
 
 func newRunCmd() *cobra.Command {
@@ -39,6 +40,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	cmd.Flags().StringVar(&fl.memProfile, "memprofile", "", "write a heap profile (pprof) to this file at the end")
+	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file")
 	return cmd
 }
 
@@ -50,13 +52,22 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	if err != nil {
 		return usageErr(err)
 	}
-	job, err := f.Build(jobfile.Options{Channels: fl.channels})
+	opts := jobfile.Options{Channels: fl.channels}
+	if fl.elasticLog != "" {
+		lf, err := os.Create(fl.elasticLog)
+		if err != nil {
+			return usageErr(fmt.Errorf("elastic log: %w", err))
+		}
+		defer lf.Close()
+		opts.ElasticLog = lf
+	}
+	job, err := f.Build(opts)
 	if err != nil {
 		return usageErr(err)
 	}
 	level := slog.LevelInfo
 	if fl.quiet {
-		level = slog.LevelWarn
+		level = slog.LevelError
 	}
 	job.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	place(f, job)
@@ -121,6 +132,9 @@ func printReport(w io.Writer, r *core.Report, err error) {
 			fmt.Fprintf(w, "  %3d  records %12d  busy %10s  splitter blocked %10s\n", i, c.Records,
 				time.Duration(c.BusyNs).Round(time.Microsecond), time.Duration(c.BlockedNs).Round(time.Microsecond))
 		}
+	}
+	if r.Rescales > 0 {
+		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s\n", r.Rescales, r.PauseP50, r.PauseP99, r.PauseMax)
 	}
 	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
 }

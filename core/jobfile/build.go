@@ -3,9 +3,12 @@ package jobfile
 import (
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"streamd/core/sink"
 	"streamd/core/source"
 	"streamd/core/window"
+	"streamd/elastic"
 	"streamd/kvstate"
 )
 
@@ -26,6 +30,8 @@ type Options struct {
 	Channels int
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
+	// ElasticLog, if set, receives the elastic controller's timeline (CSV).
+	ElasticLog io.Writer
 }
 
 // Build opens the source, compiles every expression, loads lookup tables
@@ -46,8 +52,8 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	if job.Name == "" {
 		job.Name = strings.TrimSuffix(baseName(f.Path), ".yaml")
 	}
-	if s.Runtime.RingSize < 0 || s.Runtime.RingSize&(s.Runtime.RingSize-1) != 0 {
-		return nil, f.errAt("runtime.ring_size", "ring size must be a power of two, not %d", s.Runtime.RingSize)
+	if rs := s.Runtime.RingSize; rs < 0 || rs == 1 || rs&(rs-1) != 0 {
+		return nil, f.errAt("runtime.ring_size", "ring size must be a power of two ≥ 2, not %d", rs)
 	}
 	if job.Source, err = f.buildSource(errs); err != nil {
 		return nil, err
@@ -68,12 +74,15 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 		return nil, err
 	}
 	if r := s.Region; r != nil {
-		reg := &core.Region{Channels: r.Channels, Key: r.KeyBy, Groups: r.KeyGroups}
+		reg := &core.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
+		if r.Channels != nil {
+			reg.Channels = *r.Channels
+			if reg.Channels < 1 {
+				return nil, f.errAt("region.channels", "channels must be between 1 and 1024, not %d", reg.Channels)
+			}
+		}
 		if opt.Channels > 0 {
 			reg.Channels = opt.Channels
-		}
-		if reg.Channels == 0 {
-			reg.Channels = 1
 		}
 		if reg.Channels < 0 || reg.Channels > 1024 {
 			return nil, f.errAt("region.channels", "channels must be between 1 and 1024, not %d", reg.Channels)
@@ -95,6 +104,9 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 		reg.Unordered = r.Ordered != nil && !*r.Ordered
 		if len(r.Ops) == 0 {
 			return nil, f.errAt("region", "a region needs ops")
+		}
+		if err := f.buildElastic(r.Elastic, reg, opt); err != nil {
+			return nil, err
 		}
 		if reg.Ops, schema, err = f.buildOps("region.ops", r.Ops, schema, errs, reg); err != nil {
 			return nil, err
@@ -721,4 +733,76 @@ func (m mkdirSink) Open(s *core.Schema) error {
 		return fmt.Errorf("sink directory: %w", err)
 	}
 	return m.Sink.Open(s)
+}
+
+// buildElastic configures live channel changes: a controller policy, or a
+// seeded random schedule (tests, demonstrations).
+func (f *File) buildElastic(e *ElasticSpec, reg *core.Region, opt Options) error {
+	if e == nil {
+		return nil
+	}
+	cfg := elastic.DefaultConfig()
+	cfg.InitialChannels = reg.Channels
+	period, err := f.duration("region.elastic.period", e.Period, time.Duration(cfg.PeriodNs))
+	if err != nil {
+		return err
+	}
+	cfg.PeriodNs = int64(period)
+	if e.CongestionThreshold != nil {
+		cfg.CongestionThreshold = *e.CongestionThreshold
+	}
+	if e.Sensitivity != nil {
+		cfg.Sensitivity = *e.Sensitivity
+	}
+	if e.FastScaling != nil {
+		cfg.FastScaling = *e.FastScaling
+	}
+	if e.MinChannels > 0 {
+		cfg.MinChannels = e.MinChannels
+	}
+	if e.ScaleDownPeriods > 0 {
+		cfg.ScaleDownPeriods = e.ScaleDownPeriods
+	}
+	cfg.MaxChannels = e.MaxChannels
+	if cfg.MaxChannels == 0 {
+		cfg.MaxChannels = max(reg.Channels, goruntime.NumCPU()-2, 1)
+	}
+	if cfg.MaxChannels > 1024 || (len(reg.Key) > 0 && cfg.MaxChannels > reg.Groups) {
+		return f.errAt("region.elastic.max_channels", "max_channels %d: at most 1024 and the number of key groups", cfg.MaxChannels)
+	}
+	if cfg.MinChannels > cfg.MaxChannels {
+		return f.errAt("region.elastic.min_channels", "min_channels %d exceeds max_channels %d", cfg.MinChannels, cfg.MaxChannels)
+	}
+	reg.MaxChannels = max(cfg.MaxChannels, reg.Channels)
+	if e.RandomEvery > 0 {
+		if e.Policy != "" && e.Policy != "random" {
+			return f.errAt("region.elastic.random_every", "random_every goes with policy: random (or no policy), not %q", e.Policy)
+		}
+		rnd := rand.New(rand.NewPCG(e.Seed, 0x5eed))
+		lo, hi := max(cfg.MinChannels, 1), cfg.MaxChannels
+		every := int64(e.RandomEvery)
+		reg.Schedule = func(b int64) int {
+			if b%every != 0 {
+				return 0
+			}
+			return lo + rnd.IntN(hi-lo+1)
+		}
+		return nil
+	}
+	switch e.Policy {
+	case "", "levels", "ds2", "off":
+	case "random":
+		return f.errAt("region.elastic.policy", "policy random needs random_every")
+	default:
+		return f.errAt("region.elastic.policy", "unknown policy %q (expected levels, ds2, off or random)", e.Policy)
+	}
+	if err := cfg.Validate(); err != nil {
+		return f.errAt("region.elastic", "%v", err)
+	}
+	policy := e.Policy
+	if policy == "" {
+		policy = "levels"
+	}
+	reg.Elastic = &core.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun, Timeline: opt.ElasticLog}
+	return nil
 }

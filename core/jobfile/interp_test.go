@@ -67,8 +67,8 @@ sink:
 		writeFile(t, filepath.Join(jobDir, "data", "flights.csv"), input)
 		copyFile(t, "testdata/airports.csv", filepath.Join(root, "tables", "airports.csv"))
 		f := runJobIn(t, jobDir, job, want, 1)
-		if f.Spec.Name != "interp" || f.Spec.OnError != "skip" || f.Spec.Region.Channels != 3 {
-			t.Errorf("name %q, on_error %q, channels %d", f.Spec.Name, f.Spec.OnError, f.Spec.Region.Channels)
+		if f.Spec.Name != "interp" || f.Spec.OnError != "skip" || *f.Spec.Region.Channels != 3 {
+			t.Errorf("name %q, on_error %q, channels %d", f.Spec.Name, f.Spec.OnError, *f.Spec.Region.Channels)
 		}
 		assertMissing(t, filepath.Join(jobDir, "out", "dead.jsonl"))
 	})
@@ -84,8 +84,8 @@ sink:
 		t.Setenv("STREAMD_T_OUT", out)
 		t.Setenv("STREAMD_T_CHANNELS", "2")
 		f := runJobIn(t, jobDir, job, "", 1)
-		if f.Spec.Name != "named" || f.Spec.OnError != "dead_letter" || f.Spec.Region.Channels != 2 {
-			t.Errorf("name %q, on_error %q, channels %d", f.Spec.Name, f.Spec.OnError, f.Spec.Region.Channels)
+		if f.Spec.Name != "named" || f.Spec.OnError != "dead_letter" || *f.Spec.Region.Channels != 2 {
+			t.Errorf("name %q, on_error %q, channels %d", f.Spec.Name, f.Spec.OnError, *f.Spec.Region.Channels)
 		}
 		if got := readFile(t, filepath.Join(out, "result.csv")); got != want {
 			t.Errorf("output\n%s\nwant\n%s", got, want)

@@ -74,11 +74,30 @@ type EventTimeSpec struct {
 
 // RegionSpec is the parallel region.
 type RegionSpec struct {
-	Channels  int      `yaml:"channels"`
-	KeyBy     []string `yaml:"key_by"`
-	KeyGroups int      `yaml:"key_groups"`
-	Ordered   *bool    `yaml:"ordered"`
-	Ops       []OpSpec `yaml:"ops"`
+	Channels  *int         `yaml:"channels"`
+	KeyBy     []string     `yaml:"key_by"`
+	KeyGroups int          `yaml:"key_groups"`
+	Ordered   *bool        `yaml:"ordered"`
+	Ops       []OpSpec     `yaml:"ops"`
+	Elastic   *ElasticSpec `yaml:"elastic"`
+}
+
+// ElasticSpec configures live channel changes (docs/JOB.md).
+type ElasticSpec struct {
+	Policy              string   `yaml:"policy"` // levels | ds2 | off
+	DryRun              bool     `yaml:"dry_run"`
+	Period              string   `yaml:"period"`
+	CongestionThreshold *float64 `yaml:"congestion_threshold"`
+	Sensitivity         *float64 `yaml:"sensitivity"`
+	FastScaling         *bool    `yaml:"fast_scaling"`
+	MinChannels         int      `yaml:"min_channels"`
+	MaxChannels         int      `yaml:"max_channels"`
+	ScaleDownPeriods    int      `yaml:"scale_down_periods"`
+	// Random, for tests and demonstrations: change to a random channel
+	// count in [min_channels, max_channels] every random_every batches
+	// (seeded).
+	RandomEvery int    `yaml:"random_every"`
+	Seed        uint64 `yaml:"seed"`
 }
 
 // OpSpec holds exactly one operator, and optionally its name.

@@ -17,6 +17,9 @@ import (
 // fail the test, never skip it.
 func dataDir(t testing.TB) string {
 	t.Helper()
+	if d := os.Getenv("STREAMD_DATA"); d != "" {
+		return d
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

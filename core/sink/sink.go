@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"streamd/core"
 )
@@ -85,6 +86,10 @@ func (s *textSink) Open(schema *core.Schema) error {
 		return s.fail(err)
 	}
 	if s.path != "" {
+		if st, err := os.Lstat(s.path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+			// Renaming over a device, FIFO or symlink would replace it.
+			return s.fail(fmt.Errorf("%s exists and is not a regular file", s.path))
+		}
 		if s.file, err = createAtomic(s.path); err != nil {
 			return s.fail(err)
 		}
@@ -108,7 +113,9 @@ func (s *textSink) Write(b *core.Batch) error {
 		return nil
 	}
 	s.buf = s.format.batch(s.buf, b)
-	if len(s.buf) >= bufSize {
+	if len(s.buf) >= bufSize || s.path == "" {
+		// Stdout is written batch by batch, so that a slow input's
+		// records are not held back.
 		return s.flush()
 	}
 	return nil

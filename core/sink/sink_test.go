@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -345,8 +346,9 @@ func TestStdout(t *testing.T) {
 	}
 	k.Open(schema)
 	k.Write(batchOf(schema, records()[:2]))
-	if out.Len() != 0 {
-		t.Fatal("written before the buffer filled or Close")
+	// Stdout is written batch by batch: a slow input is not held back.
+	if got := strings.Count(out.String(), "\n"); got != 2 {
+		t.Fatalf("%d lines after the first batch, want 2", got)
 	}
 	if err := k.Close(); err != nil {
 		t.Fatal(err)
@@ -404,4 +406,27 @@ func BenchmarkCSVSink(b *testing.B) {
 	b.Run("file", func(b *testing.B) {
 		run(b, CSV(filepath.Join(b.TempDir(), "out.csv"), CSVOptions{Header: true}))
 	})
+}
+
+// A file sink never renames its output over a device, FIFO or symlink.
+func TestRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, link} {
+		k := CSV(p, CSVOptions{Header: true})
+		err := k.Open(schema)
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("%s: err = %v", p, err)
+		}
+		if st, _ := os.Lstat(p); st.Mode().IsRegular() {
+			t.Fatalf("%s was replaced by a regular file", p)
+		}
+	}
 }

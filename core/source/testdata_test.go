@@ -13,6 +13,9 @@ import (
 // the data is part of the test set, never optional.
 func dataFile(t testing.TB, name string) string {
 	t.Helper()
+	if d := os.Getenv("STREAMD_DATA"); d != "" {
+		return filepath.Join(d, name)
+	}
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
