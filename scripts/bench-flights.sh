@@ -29,14 +29,14 @@ best() { sort -g | head -1; }
 now() { date +%s.%N; }
 sq=$(for i in $(seq "$runs"); do
   s=$(now); sqlite3 "$work/f.db" "$query" >"$work/sqlite.csv"; e=$(now)
-  echo "$e - $s" | bc
+  awk -v e="$e" -v s="$s" 'BEGIN { print e - s }'
 done | best)
 sd=$(for i in $(seq "$runs"); do
   s=$(now); "$bin" run "$root/examples/flights/job.yaml" --quiet --channels "$channels"; e=$(now)
-  echo "$e - $s" | bc
+  awk -v e="$e" -v s="$s" 'BEGIN { print e - s }'
 done | best)
 rows=$(($(wc -l <"$work/flights-hourly.csv") - 1))
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs"
 printf 'sqlite3 query:      %.3f s  (%d rows)\n' "$sq" "$(wc -l <"$work/sqlite.csv")"
-printf 'streamd flights:    %.3f s  (%d rows, %d channels, %.2f M records/s)\n' "$sd" "$rows" "$channels" "$(echo "3 / $sd" | bc -l)"
-printf 'ratio (sqlite3 / streamd): %.1fx\n' "$(echo "$sq / $sd" | bc -l)"
+printf 'streamd flights:    %.3f s  (%d rows, %d channels, %.2f M records/s)\n' "$sd" "$rows" "$channels" "$(awk -v d="$sd" 'BEGIN { print 3 / d }')"
+printf 'ratio (sqlite3 / streamd): %.1fx\n' "$(awk -v q="$sq" -v d="$sd" 'BEGIN { print q / d }')"

@@ -274,6 +274,14 @@ func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 			return nil, err
 		}
 		opts.Step = int64(step)
+		for i, st := range g.RateSteps {
+			p := fmt.Sprintf("source.generator.rate_steps[%d]", i)
+			at, err := f.duration(p+".at", st.At, 0)
+			if err != nil {
+				return nil, err
+			}
+			opts.RateSteps = append(opts.RateSteps, source.RateStep{At: at, Rate: st.Rate})
+		}
 		if s, err = source.Generator(opts); err != nil {
 			return nil, f.errAt("source.generator", "%v", err)
 		}

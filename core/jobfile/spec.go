@@ -63,6 +63,15 @@ type GeneratorSpec struct {
 	ZipfS        float64 `yaml:"zipf_s"`
 	Start        string  `yaml:"start"`
 	Step         string  `yaml:"step"`
+	// RateSteps: a load that steps up and down, e.g.
+	// [{at: 0s, rate: 1000000}, {at: 20s, rate: 4000000}].
+	RateSteps []RateStepSpec `yaml:"rate_steps"`
+}
+
+// RateStepSpec is one step of a generator's rate schedule.
+type RateStepSpec struct {
+	At   string  `yaml:"at"`
+	Rate float64 `yaml:"rate"`
 }
 
 // EventTimeSpec says where event time comes from.

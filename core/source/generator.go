@@ -21,6 +21,9 @@ type GeneratorOptions struct {
 	// Rate is the target rate in records/s; 0 means as fast as Next is
 	// called.
 	Rate float64
+	// RateSteps, if set, replaces Rate by a schedule: a load that steps up
+	// and down (elastic demonstrations). The first step starts at 0.
+	RateSteps []RateStep
 	// Keys is the number of distinct keys; 0 means 1000.
 	Keys int
 	// Distribution of keys: "uniform" (the default) or "zipf".
@@ -77,6 +80,16 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 		opts.ZipfS = 1.1
 	}
 	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
+	switch {
+	case len(opts.RateSteps) > 0:
+		sched, err := newRateSchedule(opts.RateSteps)
+		if err != nil {
+			return nil, err
+		}
+		g.sched = sched
+	case opts.Rate > 0:
+		g.sched, _ = newRateSchedule([]RateStep{{Rate: opts.Rate}})
+	}
 	switch opts.Distribution {
 	case "", "uniform":
 	case "zipf":
@@ -120,6 +133,7 @@ type generator struct {
 	keys   []string
 	i      int64     // records produced
 	t0     time.Time // schedule start (rate mode), set on the first Next
+	sched  *rateSchedule
 	timer  *time.Timer
 	closed bool
 }
@@ -140,7 +154,7 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 		return nil, io.EOF
 	}
 	b := core.NewBatch(GeneratorSchema)
-	if g.opts.Rate <= 0 {
+	if g.sched == nil {
 		g.append(b, core.BatchSize)
 		return b, nil
 	}
@@ -151,7 +165,7 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 	for !b.Full() && (g.opts.Count == 0 || g.i < g.opts.Count) {
 		now := time.Since(g.t0)
 		// Records 0 … due-1 are due by now.
-		due := int64(now.Seconds()*g.opts.Rate) + 1
+		due := g.sched.due(now)
 		if due > g.i {
 			if b.Len == 0 {
 				first = now
@@ -159,7 +173,7 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 			g.append(b, int(min(due-g.i, int64(core.BatchSize-b.Len))))
 			continue
 		}
-		next := time.Duration(float64(g.i) / g.opts.Rate * 1e9) // when record i is due
+		next := g.sched.at(g.i) // when record i is due
 		if b.Len > 0 && next > first+core.Linger {
 			break
 		}
@@ -216,4 +230,56 @@ func (g *generator) sleep(ctx context.Context, d time.Duration) error {
 func (g *generator) Close() error {
 	g.closed = true
 	return nil
+}
+
+// RateStep is one step of a generator's rate schedule: from At (since the
+// first record) on, Rate records/s.
+type RateStep struct {
+	At   time.Duration
+	Rate float64
+}
+
+// rateSchedule is a piecewise-constant rate: record i is due when the
+// integral of the rate reaches i.
+type rateSchedule struct {
+	steps []RateStep
+	base  []float64 // records due at steps[k].At
+}
+
+func newRateSchedule(steps []RateStep) (*rateSchedule, error) {
+	rs := &rateSchedule{steps: steps, base: make([]float64, len(steps))}
+	for k, st := range steps {
+		if st.Rate <= 0 {
+			return nil, fmt.Errorf("generator: rate step %d: rate %g records/s must be positive", k, st.Rate)
+		}
+		if k == 0 {
+			if st.At != 0 {
+				return nil, fmt.Errorf("generator: the first rate step must start at 0, not %s", st.At)
+			}
+			continue
+		}
+		if st.At <= steps[k-1].At {
+			return nil, fmt.Errorf("generator: rate steps must be in increasing time order (%s after %s)", st.At, steps[k-1].At)
+		}
+		rs.base[k] = rs.base[k-1] + (st.At-steps[k-1].At).Seconds()*steps[k-1].Rate
+	}
+	return rs, nil
+}
+
+// due is the number of records due by elapsed time t (records 0 … due-1).
+func (rs *rateSchedule) due(t time.Duration) int64 {
+	k := len(rs.steps) - 1
+	for k > 0 && rs.steps[k].At > t {
+		k--
+	}
+	return int64(rs.base[k]+(t-rs.steps[k].At).Seconds()*rs.steps[k].Rate) + 1
+}
+
+// at is when record i is due.
+func (rs *rateSchedule) at(i int64) time.Duration {
+	k := len(rs.steps) - 1
+	for k > 0 && rs.base[k] > float64(i) {
+		k--
+	}
+	return rs.steps[k].At + time.Duration((float64(i)-rs.base[k])/rs.steps[k].Rate*1e9)
 }

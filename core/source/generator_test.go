@@ -157,3 +157,31 @@ func BenchmarkGenerator(b *testing.B) {
 		})
 	}
 }
+
+// A rate schedule integrates piecewise: records due and due times agree.
+func TestRateSchedule(t *testing.T) {
+	rs, err := newRateSchedule([]RateStep{{0, 1000}, {2 * time.Second, 4000}, {3 * time.Second, 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t    time.Duration
+		want int64
+	}{{0, 1}, {time.Second, 1001}, {2 * time.Second, 2001}, {2500 * time.Millisecond, 4001}, {3 * time.Second, 6001}, {5 * time.Second, 7001}} {
+		if got := rs.due(c.t); got != c.want {
+			t.Errorf("due(%s) = %d, want %d", c.t, got, c.want)
+		}
+	}
+	for _, i := range []int64{0, 999, 2000, 4000, 6000, 6999} {
+		at := rs.at(i)
+		if rs.due(at+time.Microsecond) < i+1 || (at > time.Millisecond && rs.due(at-time.Millisecond) > i+1) {
+			t.Errorf("record %d due at %s: due there %d", i, at, rs.due(at))
+		}
+	}
+	if _, err := newRateSchedule([]RateStep{{time.Second, 10}}); err == nil {
+		t.Error("first step after 0 accepted")
+	}
+	if _, err := newRateSchedule([]RateStep{{0, 10}, {0, 20}}); err == nil {
+		t.Error("steps out of order accepted")
+	}
+}
