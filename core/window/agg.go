@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"streamd/core"
+	"streamd/kvstate"
 )
 
 // Func is an aggregate function.
@@ -54,6 +55,39 @@ type Agg struct {
 	Field string
 	// If is the condition of count_if.
 	If Predicate
+}
+
+// keyedAgg is what window and running aggregates share: the key group
+// count, the grouping key and the aggregates, bound to the input schema,
+// and the output schema: prefix fields, the key fields, one per aggregate.
+type keyedAgg struct {
+	groups int
+	key    keyDef
+	aggs   []bound
+	out    *core.Schema
+}
+
+func bindKeyedAgg(name string, groups int, keyNames []string, specs []Agg, in *core.Schema, prefix ...core.Field) (keyedAgg, error) {
+	k := keyedAgg{groups: groups}
+	if k.groups == 0 {
+		k.groups = kvstate.DefaultGroups
+	}
+	if err := kvstate.CheckGroups(k.groups); err != nil {
+		return k, err
+	}
+	var err error
+	if k.key, err = bindKey(keyNames, in); err != nil {
+		return k, fmt.Errorf("%s: %w", name, err)
+	}
+	var aggFields []core.Field
+	if k.aggs, aggFields, err = bind(specs, in); err != nil {
+		return k, fmt.Errorf("%s: %w", name, err)
+	}
+	fields := append(append(prefix, k.key.fields()...), aggFields...)
+	if k.out, err = core.NewSchema(fields...); err != nil {
+		return k, fmt.Errorf("%s: output: %w", name, err)
+	}
+	return k, nil
 }
 
 // bound is an Agg resolved against the input schema.

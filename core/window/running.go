@@ -1,8 +1,6 @@
 package window
 
 import (
-	"fmt"
-
 	"streamd/core"
 	"streamd/kvstate"
 )
@@ -28,24 +26,12 @@ type running struct {
 // record, with the input's sequence number, so the region's output order is
 // the input order.
 func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
-	if spec.Groups == 0 {
-		spec.Groups = kvstate.DefaultGroups
-	}
-	if err := kvstate.CheckGroups(spec.Groups); err != nil {
+	ka, err := bindKeyedAgg(spec.Name, spec.Groups, spec.Key, spec.Aggs, in)
+	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	key, err := bindKey(spec.Key, in)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
-	}
-	aggs, aggFields, err := bind(spec.Aggs, in)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
-	}
-	out, err := core.NewSchema(append(key.fields(), aggFields...)...)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
-	}
+	spec.Groups = ka.groups
+	key, aggs, out := ka.key, ka.aggs, ka.out
 	state := kvstate.NewMap[uint64, running](spec.Groups)
 	return core.OperatorDef{Name: spec.Name, Out: out, New: func(env core.Env) (core.Operator, error) {
 		return &runningOp{spec: spec, key: key, aggs: aggs, state: state, env: env}, nil

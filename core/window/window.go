@@ -67,27 +67,13 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	if spec.Slide <= 0 || spec.Slide > spec.Size || spec.Size%spec.Slide != 0 {
 		return core.OperatorDef{}, fmt.Errorf("%s: slide %d ns must be positive, at most the size %d ns, and divide it", spec.Name, spec.Slide, spec.Size)
 	}
-	if spec.Groups == 0 {
-		spec.Groups = kvstate.DefaultGroups
-	}
-	if err := kvstate.CheckGroups(spec.Groups); err != nil {
+	ka, err := bindKeyedAgg(spec.Name, spec.Groups, spec.Key, spec.Aggs, in,
+		core.Field{Name: "window_start", Type: core.Timestamp}, core.Field{Name: "window_end", Type: core.Timestamp})
+	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	key, err := bindKey(spec.Key, in)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
-	}
-	aggs, aggFields, err := bind(spec.Aggs, in)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
-	}
-	fields := []core.Field{{Name: "window_start", Type: core.Timestamp}, {Name: "window_end", Type: core.Timestamp}}
-	fields = append(fields, key.fields()...)
-	fields = append(fields, aggFields...)
-	out, err := core.NewSchema(fields...)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("%s: output: %w", spec.Name, err)
-	}
+	spec.Groups = ka.groups
+	key, aggs, out := ka.key, ka.aggs, ka.out
 	state := kvstate.NewMap[uint64, keyState](spec.Groups)
 	nk := len(key.idx)
 	order := func(a, b []core.Value) int {
