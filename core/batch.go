@@ -168,6 +168,18 @@ func (b *Batch) AppendFrom(src *Batch, i int) {
 	copy(row, src.Row(i))
 }
 
+// AppendRange copies records from..to-1 of src (same width), with their
+// metadata, in one copy per slice.
+func (b *Batch) AppendRange(src *Batch, from, to int) {
+	w := b.Schema.Width()
+	b.Vals = append(b.Vals, src.Vals[from*w:to*w]...)
+	b.Seq = append(b.Seq, src.Seq[from:to]...)
+	b.Hash = append(b.Hash, src.Hash[from:to]...)
+	b.Time = append(b.Time, src.Time[from:to]...)
+	b.Pos = append(b.Pos, src.Pos[from:to]...)
+	b.Len += to - from
+}
+
 // Truncate keeps the first n records.
 func (b *Batch) Truncate(n int) {
 	w := b.Schema.Width()

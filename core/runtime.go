@@ -581,11 +581,13 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 						b.Release()
 					}
 				default:
-					for i := st.From; i < st.To && err == nil; i++ {
+					for i := st.From; i < st.To && err == nil; {
 						if cur == nil {
 							cur = NewBatch(r.regionOut)
 						}
-						cur.AppendFrom(b, i)
+						j := min(st.To, i+BatchSize-cur.Len)
+						cur.AppendRange(b, i, j)
+						i = j
 						if cur.Full() {
 							err = flushCur()
 						}
