@@ -71,6 +71,11 @@ type Batch struct {
 	Progress uint64
 	// Channel is the channel a batch left (set by the runtime for the merger).
 	Channel int
+	// Stamp is when the oldest record in the batch entered the job, in ns
+	// since the epoch (wall clock): set by the source stage (or by a source
+	// that knows each record's intended send time, for latency without
+	// coordinated omission), carried to every batch derived from it.
+	Stamp int64
 
 	reconf *reconf // of a Reconfig marker
 	pooled bool
@@ -132,6 +137,7 @@ func (b *Batch) Reset() {
 	b.MarkSeq = 0
 	b.Progress = 0
 	b.Channel = 0
+	b.Stamp = 0
 	b.reconf = nil
 }
 

@@ -34,6 +34,7 @@ func (c *Chain) push(i int, b *Batch) error {
 		return c.final(b)
 	}
 	op, out := c.ops[i], c.outs[i]
+	out.stamp = b.Stamp
 	var err error
 	switch b.Kind {
 	case Data:

@@ -23,6 +23,13 @@ type Job struct {
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
 	Placer Placer
 	Log    *slog.Logger
+	// OnStart, if set, is called once the job is built, before any record
+	// flows, with a live view of its counters.
+	OnStart func(Live)
+	// OnSink, if set, sees every data batch on the sink's goroutine just
+	// before the sink writes it (latency measurement: Batch.Stamp). It
+	// borrows the batch.
+	OnSink func(*Batch)
 }
 
 // EventTime says where records' event time comes from and how watermarks

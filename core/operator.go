@@ -103,6 +103,7 @@ type Emitter struct {
 	forwarded *Batch
 	err       error
 	counters  *Counters
+	stamp     int64 // Stamp for new batches: the input's (set by Chain)
 }
 
 // NewEmitter returns an emitter of output schema s whose batches go to next.
@@ -122,9 +123,11 @@ func (e *Emitter) Schema() *Schema { return e.schema }
 func (e *Emitter) Append(seq, hash uint64, t, pos int64) []Value {
 	if e.cur == nil {
 		e.cur = NewBatch(e.schema)
+		e.cur.Stamp = e.stamp
 	} else if e.cur.Full() {
 		e.send()
 		e.cur = NewBatch(e.schema)
+		e.cur.Stamp = e.stamp
 	}
 	return e.cur.Append(seq, hash, t, pos)
 }

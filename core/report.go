@@ -18,6 +18,8 @@ type Report struct {
 	// pauses channels saw in them (p50, p99, max).
 	Rescales                     int64
 	PauseP50, PauseP99, PauseMax time.Duration
+	// Channels now (the live value for a running job).
+	CurrentChannels int
 }
 
 // OperatorReport gives one operator's record counts, summed over channels.
@@ -44,7 +46,32 @@ func (r *Report) Throughput() float64 {
 	return float64(r.RecordsIn) / r.Wall.Seconds()
 }
 
-func (r *run) report(wall time.Duration, pre, region, post []*Counters) *Report {
+// Live reads a running job's counters (atomics, updated once per batch):
+// for status lines and metrics endpoints. Safe for concurrent use.
+type Live struct{ r *run }
+
+// Snapshot returns the job's report as of now.
+func (l Live) Snapshot() *Report { return l.r.report(time.Since(l.r.start)) }
+
+// Channels is the region's channel count now (0 without a region).
+func (l Live) Channels() int { return int(l.r.curChans.Load()) }
+
+// RingLen returns, for each channel now, how many batches wait in its input
+// ring.
+func (l Live) RingLen() []int {
+	l.r.ringsMu.Lock()
+	defer l.r.ringsMu.Unlock()
+	var out []int
+	for _, rg := range l.r.rings {
+		if !rg.Closed() {
+			out = append(out, rg.Len())
+		}
+	}
+	return out
+}
+
+func (r *run) report(wall time.Duration) *Report {
+	pre, region, post := r.preCounters, r.regionCounters, r.postCounters
 	rep := &Report{Job: r.job.Name, Wall: wall, RecordsIn: r.recordsIn.Load(), RecordsOut: r.recOut.Load(),
 		Skipped: r.job.Errors.Skipped.Load(), DeadLetters: r.job.Errors.DeadLettered.Load() + r.job.Errors.LateDeadLettered.Load(),
 		Late: r.job.Errors.Late.Load()}
@@ -60,13 +87,16 @@ func (r *run) report(wall time.Duration, pre, region, post []*Counters) *Report 
 	add("pre", r.job.Pre, pre)
 	if r.job.Region != nil {
 		add("region", r.job.Region.Ops, region)
-		for c := range r.usedChans {
+		for c := range int(r.usedChans.Load()) {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
 				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.splitter.blocked[c].Load()})
 		}
 	}
 	add("post", r.job.Post, post)
 	rep.Rescales = r.rescales.Load()
+	rep.CurrentChannels = int(r.curChans.Load())
+	r.pauses.mu.Lock()
+	defer r.pauses.mu.Unlock()
 	if h := r.pauses.h; h != nil {
 		rep.PauseP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
 		rep.PauseP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond

@@ -132,7 +132,8 @@ func (r *run) rescale(n int) error {
 	sp.idle = make([]int, n)
 	sp.rr %= n
 	r.mergerOuts = rc.outs
-	r.usedChans = max(r.usedChans, n)
+	r.usedChans.Store(max(r.usedChans.Load(), int64(n)))
+	r.curChans.Store(int64(n))
 	r.rescales.Add(1)
 	return nil
 }

@@ -56,10 +56,13 @@ type run struct {
 	rings   []*ring.SPSC[*Batch]
 
 	// Live reconfiguration (rescale.go).
-	rescales  atomic.Int64
-	pauses    pauseHist
-	scaler    scaler
-	usedChans int // highest channel count reached
+	rescales                  atomic.Int64
+	pauses                    pauseHist
+	scaler                    scaler
+	usedChans                 atomic.Int64 // highest channel count reached
+	curChans                  atomic.Int64 // the splitter's channel count now
+	start                     time.Time
+	preCounters, postCounters []*Counters
 	// mergerOuts are the channels' output rings as of the splitter's
 	// current configuration (source stage only; the merger learns of
 	// changes in-band).
@@ -209,7 +212,8 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		n := reg.Channels
 		r.regionCounters = newCounters(len(reg.Ops))
 		r.maxChannels = max(n, reg.MaxChannels)
-		r.usedChans = n
+		r.usedChans.Store(int64(n))
+		r.curChans.Store(int64(n))
 		// More busy stages than cores: a waiting stage yielding its thread
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
@@ -258,8 +262,16 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil
 		}
 		r.recOut.Add(int64(b.Len))
+		if job.OnSink != nil {
+			job.OnSink(b)
+		}
 		return job.Sink.Write(b)
 	})
+	r.start = start
+	r.preCounters, r.postCounters = preCounters, postCounters
+	if job.OnStart != nil {
+		job.OnStart(Live{r: r})
+	}
 	r.placer = job.Placer
 	if r.placer == nil {
 		r.placer = goPlacer{}
@@ -305,7 +317,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		err = cerr
 	}
 	job.Source.Close()
-	rep := r.report(time.Since(start), preCounters, r.regionCounters, postCounters)
+	rep := r.report(time.Since(start))
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		rep.Interrupted = true
 		err = fmt.Errorf("%w: stopped after %d records", ErrInterrupted, rep.RecordsIn)
@@ -327,6 +339,9 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 			break
 		}
 		r.recordsIn.Add(int64(b.Len))
+		if b.Stamp == 0 {
+			b.Stamp = time.Now().UnixNano()
+		}
 		if timeField >= 0 {
 			w := b.Schema.Width()
 			for i := 0; i < b.Len; i++ {
@@ -337,6 +352,7 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 				}
 			}
 		}
+		stamp := b.Stamp
 		if err = pre.Push(b); err != nil {
 			break
 		}
@@ -344,7 +360,7 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 			if wm := maxT - bound - 1; wm > lastWM {
 				lastWM = wm
 				m := NewMarker(Watermark)
-				m.Watermark = wm
+				m.Watermark, m.Stamp = wm, stamp
 				if err = pre.Push(m); err != nil {
 					break
 				}
@@ -587,6 +603,9 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 						}
 						j := min(st.To, i+BatchSize-cur.Len)
 						cur.AppendRange(b, i, j)
+						if cur.Stamp == 0 || (b.Stamp != 0 && b.Stamp < cur.Stamp) {
+							cur.Stamp = b.Stamp
+						}
 						i = j
 						if cur.Full() {
 							err = flushCur()

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -336,5 +337,37 @@ func TestPanicStopsJob(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "panicked: bad operator") || !sink.aborted {
 			t.Fatalf("err = %v, aborted %v", err, sink.aborted)
 		}
+	}
+}
+
+// Every batch reaching the sink carries the stamp of when its oldest
+// record entered the job; the live view reads counters while the job runs.
+func TestStampsAndLiveView(t *testing.T) {
+	recs := genRecords(20000, 30, 4)
+	sink := &memSink{}
+	job, err := windowJob(recs, 3, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().UnixNano()
+	var seen, bad int
+	job.OnSink = func(b *core.Batch) {
+		seen++
+		if b.Stamp < start || b.Stamp > time.Now().UnixNano() {
+			bad++
+		}
+	}
+	var live core.Live
+	job.OnStart = func(l core.Live) { live = l }
+	rep, err := core.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 || bad != 0 {
+		t.Fatalf("%d batches at the sink, %d with a stamp outside the run", seen, bad)
+	}
+	snap := live.Snapshot()
+	if snap.RecordsIn != rep.RecordsIn || snap.RecordsOut != rep.RecordsOut || live.Channels() != 3 {
+		t.Fatalf("live view after the run: in %d out %d channels %d; report in %d out %d", snap.RecordsIn, snap.RecordsOut, live.Channels(), rep.RecordsIn, rep.RecordsOut)
 	}
 }

@@ -126,6 +126,7 @@ func (s *splitter) route(b *Batch) error {
 			p := s.parts[c]
 			if p == nil {
 				p = NewBatch(b.Schema)
+				p.Stamp = b.Stamp
 				s.parts[c] = p
 			}
 			p.AppendFrom(b, i)
@@ -163,7 +164,7 @@ func (s *splitter) broadcast(b *Batch) error {
 	}
 	for c := range s.rings {
 		m := NewMarker(b.Kind)
-		m.Watermark, m.Epoch, m.MarkSeq = b.Watermark, b.Epoch, s.seq
+		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp = b.Watermark, b.Epoch, s.seq, b.Stamp
 		if err := s.push(c, m); err != nil {
 			b.Release()
 			return err
