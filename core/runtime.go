@@ -379,7 +379,9 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		err = pre.Push(NewMarker(End))
+		end := NewMarker(End)
+		end.Stamp = time.Now().UnixNano()
+		err = pre.Push(end)
 	}
 	if err != nil {
 		r.fail(err)
