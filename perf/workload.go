@@ -1,0 +1,81 @@
+package perf
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"streamd/core"
+)
+
+// Options parameterise a workload run.
+type Options struct {
+	// Duration bounds an unbounded workload (closed or open loop).
+	Duration time.Duration
+	// Rate, if > 0, runs open loop at this many records/s (events/s for
+	// Nexmark); 0 runs closed loop, as fast as possible.
+	Rate float64
+	// Count, if > 0, bounds the number of source records.
+	Count int64
+	// Channels is the parallel region's channel count (0: the workload's
+	// default).
+	Channels int
+	// Seed seeds generators.
+	Seed uint64
+	// DataDir holds the flights data (flights-3m.parquet, airports.csv).
+	DataDir string
+	// OutDir receives the workload's output files, if any.
+	OutDir string
+}
+
+// Workload builds a runnable job for the harness. Build returns a job
+// whose Sink the harness may wrap; the harness sets OnSink (latency) and
+// OnStart (live counters) itself.
+type Workload struct {
+	Name        string
+	Description string
+	Build       func(opt Options) (*core.Job, error)
+}
+
+var (
+	mu        sync.Mutex
+	workloads = map[string]Workload{}
+)
+
+// Register adds a workload; a second one of the same name panics.
+func Register(w Workload) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := workloads[w.Name]; dup {
+		panic(fmt.Sprintf("perf: workload %q registered twice", w.Name))
+	}
+	workloads[w.Name] = w
+}
+
+// Lookup returns the named workload.
+func Lookup(name string) (Workload, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	w, ok := workloads[name]
+	if !ok {
+		return Workload{}, fmt.Errorf("no workload %q (have: %v)", name, namesLocked())
+	}
+	return w, nil
+}
+
+// Names lists the registered workloads, sorted.
+func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(workloads))
+	for n := range workloads {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
