@@ -121,7 +121,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	}
 	if s.DeadLetterPath != "" {
 		// The dead-letter file's directory is created with the sink's.
-		job.Sink = mkdirSink{job.Sink, filepath.Dir(f.path(s.DeadLetterPath))}
+		job.Sink = mkdirSink{job.Sink, filepath.Dir(f.path(s.DeadLetterPath)), "dead-letter directory"}
 	}
 	ok = true
 	return job, nil
@@ -704,12 +704,12 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 			}
 			opts.Delimiter = r[0]
 		}
-		return mkdirSink{sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path))}, nil
+		return mkdirSink{sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path)), "sink directory"}, nil
 	case 1:
 		if sk.JSONL.Path == "" {
 			return nil, f.errAt("sink.jsonl", "missing path")
 		}
-		return mkdirSink{sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path))}, nil
+		return mkdirSink{sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path)), "sink directory"}, nil
 	}
 	format := sk.Stdout.Format
 	if format == "" {
@@ -733,12 +733,13 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 // when the job starts, as users of Flink's and Benthos's file sinks expect.
 type mkdirSink struct {
 	core.Sink
-	dir string
+	dir  string
+	what string // for errors: "sink directory", "dead-letter directory"
 }
 
 func (m mkdirSink) Open(s *core.Schema) error {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
-		return fmt.Errorf("sink directory: %w", err)
+		return fmt.Errorf("%s: %w", m.what, err)
 	}
 	return m.Sink.Open(s)
 }
