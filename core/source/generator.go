@@ -59,6 +59,10 @@ var GeneratorSchema = core.MustSchema(
 // core.Linger ns of the batch's first. A consumer that falls behind gets
 // the records it missed in full batches at once (the schedule does not
 // slip, so that latency measured against intended send times is honest).
+// In rate mode each batch's Stamp is the intended send time of its first
+// record (t0 + i/Rate, wall clock ns), not its arrival: the runtime keeps a
+// non-zero Stamp, so latency measured at the sink is free of coordinated
+// omission. Without a rate the runtime stamps batches on arrival.
 // Pos is i+1. A generator with a Count implements core.Sized.
 func Generator(opts GeneratorOptions) (core.Source, error) {
 	if opts.Count < 0 {
@@ -169,6 +173,7 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 		if due > g.i {
 			if b.Len == 0 {
 				first = now
+				b.Stamp = g.t0.UnixNano() + int64(g.sched.at(g.i))
 			}
 			g.append(b, int(min(due-g.i, int64(core.BatchSize-b.Len))))
 			continue

@@ -185,3 +185,54 @@ func TestRateSchedule(t *testing.T) {
 		t.Error("steps out of order accepted")
 	}
 }
+
+// TestGeneratorStampsIntendedTime: in rate mode each batch carries the
+// intended send time of its first record (t0 + i/rate), even when the
+// consumer falls behind, so latency is measured without coordinated
+// omission; in closed loop the generator leaves Stamp to the runtime.
+func TestGeneratorStampsIntendedTime(t *testing.T) {
+	const rate = 20000 // records/s: one record every 50 µs
+	g, _ := Generator(GeneratorOptions{Seed: 1, Count: 3000, Rate: rate})
+	var t0 int64
+	var i int64 // index of the batch's first record
+	for n := 0; ; n++ {
+		b, err := g.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Stamp == 0 {
+			t.Fatalf("batch %d: no stamp in rate mode", n)
+		}
+		if n == 0 {
+			t0 = b.Stamp
+		}
+		want := t0 + i*1e9/rate
+		if d := b.Stamp - want; d < -1000 || d > 1000 {
+			t.Fatalf("batch %d (record %d): stamp %d, want t0+%d (off by %d ns)", n, i, b.Stamp, i*1e9/rate, d)
+		}
+		if b.Stamp > time.Now().UnixNano() {
+			t.Fatalf("batch %d: stamped in the future", n)
+		}
+		if n == 1 {
+			// Fall behind: the next batch is due long before it is read,
+			// and its stamp says so.
+			time.Sleep(30 * time.Millisecond)
+		}
+		if n == 2 && time.Now().UnixNano()-b.Stamp < int64(20*time.Millisecond) {
+			t.Fatalf("batch after a stall stamped %s before it was read, want ≥ 20ms", time.Duration(time.Now().UnixNano()-b.Stamp))
+		}
+		i += int64(b.Len)
+		b.Release()
+	}
+	if i != 3000 {
+		t.Fatalf("%d records, want 3000", i)
+	}
+	c, _ := Generator(GeneratorOptions{Count: 10})
+	b, err := c.Next(ctx)
+	if err != nil || b.Stamp != 0 {
+		t.Fatalf("closed loop: stamp %d, err %v; want 0", b.Stamp, err)
+	}
+}
