@@ -1,0 +1,366 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FormatVersion is the version of the checkpoint format this package
+// writes and reads.
+const FormatVersion = 1
+
+// MetadataFile is the name of the file written last in a checkpoint.
+const MetadataFile = "_metadata"
+
+const (
+	prefix    = "chk-"
+	tmpPrefix = ".tmp-chk-"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum is the CRC-32C of data.
+func Checksum(data []byte) uint32 { return crc32.Checksum(data, castagnoli) }
+
+// ErrNoCheckpoint is returned by Latest when the directory holds no
+// checkpoint at all.
+var ErrNoCheckpoint = errors.New("no checkpoint")
+
+// ErrCorrupt wraps every verification failure: bad checksum, truncated or
+// missing file, unreadable or unknown-version metadata.
+var ErrCorrupt = errors.New("checkpoint corrupt")
+
+// FileInfo describes one state file of a checkpoint.
+type FileInfo struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// Metadata describes a checkpoint; the runtime fills the job-level fields.
+type Metadata struct {
+	Version int       `json:"version"`
+	ID      uint64    `json:"id"`
+	Time    time.Time `json:"time"`
+	// Sources maps each source to its replay position (a Parquet row, a
+	// file byte offset, a generator sequence number).
+	Sources map[string]int64 `json:"sources,omitempty"`
+	// Operators lists the stateful operators whose state is in Files.
+	Operators []string `json:"operators,omitempty"`
+	KeyGroups int      `json:"key_groups,omitempty"`
+	Channels  int      `json:"channels,omitempty"`
+	// Watermark is the event time (ns) the job had reached.
+	Watermark int64             `json:"watermark,omitempty"`
+	Extra     map[string]string `json:"extra,omitempty"`
+	Files     []FileInfo        `json:"files"`
+}
+
+type envelope struct {
+	CRC32C uint32          `json:"crc32c"`
+	Meta   json.RawMessage `json:"meta"`
+}
+
+// Store is a checkpoint directory. It is safe for use by one writer at a
+// time; readers may list and load concurrently with it.
+type Store struct {
+	dir    string
+	fs     FS
+	retain int
+}
+
+// Open opens (creating) a checkpoint directory that keeps the newest retain
+// complete checkpoints (at least 1), and removes stray temporary
+// directories left by a crash. fsys nil means the real file system.
+func Open(dir string, retain int, fsys FS) (*Store, error) {
+	if fsys == nil {
+		fsys = OS{}
+	}
+	if retain < 1 {
+		retain = 1
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, fs: fsys, retain: retain}
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if err := fsys.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return nil, fmt.Errorf("remove stray %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Name is the directory name of checkpoint id.
+func Name(id uint64) string { return fmt.Sprintf("%s%012d", prefix, id) }
+
+// Writer writes one checkpoint. Use WriteFile for each state file, then
+// Commit; Abort discards it.
+type Writer struct {
+	s     *Store
+	id    uint64
+	tmp   string
+	files []FileInfo
+	done  bool
+}
+
+// Begin starts checkpoint id (ids increase; one not greater than a
+// completed one is an error).
+func (s *Store) Begin(id uint64) (*Writer, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 0 && id <= ids[0] {
+		return nil, fmt.Errorf("checkpoint %d: not after the newest, %d", id, ids[0])
+	}
+	tmp := filepath.Join(s.dir, tmpPrefix+strconv.FormatUint(id, 10))
+	if err := s.fs.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	if err := s.fs.MkdirAll(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint %d: %w", id, err)
+	}
+	return &Writer{s: s, id: id, tmp: tmp}, nil
+}
+
+// WriteFile writes one state file (name: a plain file name, not
+// _metadata) and fsyncs it.
+func (w *Writer) WriteFile(name string, data []byte) error {
+	if w.done {
+		return errors.New("checkpoint writer is closed")
+	}
+	if name == MetadataFile || name == "" || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("checkpoint file name %q not allowed", name)
+	}
+	if err := w.write(name, data); err != nil {
+		return fmt.Errorf("checkpoint %d: %s: %w", w.id, name, err)
+	}
+	w.files = append(w.files, FileInfo{Name: name, Size: int64(len(data)), CRC32C: Checksum(data)})
+	return nil
+}
+
+func (w *Writer) write(name string, data []byte) error {
+	f, err := w.s.fs.Create(filepath.Join(w.tmp, name))
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Commit writes the metadata (its Version, ID and Files are set here),
+// makes the checkpoint durable and visible, then applies retention. On
+// error the checkpoint is discarded and earlier ones are untouched.
+func (w *Writer) Commit(meta Metadata) error {
+	if w.done {
+		return errors.New("checkpoint writer is closed")
+	}
+	meta.Version, meta.ID, meta.Files = FormatVersion, w.id, w.files
+	if meta.Time.IsZero() {
+		meta.Time = time.Now().UTC()
+	}
+	err := w.commit(meta)
+	if err != nil {
+		w.Abort()
+		return fmt.Errorf("checkpoint %d: %w", w.id, err)
+	}
+	w.done = true
+	return w.s.retire()
+}
+
+func (w *Writer) commit(meta Metadata) error {
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	env, err := json.Marshal(envelope{CRC32C: Checksum(raw), Meta: raw})
+	if err != nil {
+		return err
+	}
+	if err := w.write(MetadataFile, env); err != nil {
+		return fmt.Errorf("%s: %w", MetadataFile, err)
+	}
+	if err := w.s.fs.SyncDir(w.tmp); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	final := filepath.Join(w.s.dir, Name(w.id))
+	if err := w.s.fs.Rename(w.tmp, final); err != nil {
+		return err
+	}
+	return w.s.fs.SyncDir(w.s.dir)
+}
+
+// Abort discards the checkpoint being written.
+func (w *Writer) Abort() {
+	if !w.done {
+		w.done = true
+		w.s.fs.RemoveAll(w.tmp)
+	}
+}
+
+// retire deletes complete checkpoints beyond the newest retain.
+func (s *Store) retire() error {
+	ids, err := s.ids()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids[min(len(ids), s.retain):] {
+		if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(id))); err != nil {
+			return fmt.Errorf("retention: remove %s: %w", Name(id), err)
+		}
+	}
+	return nil
+}
+
+// ids lists complete checkpoint ids, newest first.
+func (s *Store) ids() ([]uint64, error) {
+	entries, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint directory %s: %w", s.dir, err)
+	}
+	var ids []uint64
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		if id, err := strconv.ParseUint(strings.TrimPrefix(n, prefix), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] > ids[j] })
+	return ids, nil
+}
+
+// Checkpoint is a verified, complete checkpoint.
+type Checkpoint struct {
+	Dir  string
+	Meta Metadata
+	fs   FS
+}
+
+// Load reads and verifies the checkpoint in dir: metadata checksum and
+// version, and every state file's size and checksum.
+func Load(dir string, fsys FS) (*Checkpoint, error) {
+	if fsys == nil {
+		fsys = OS{}
+	}
+	data, err := fsys.ReadFile(filepath.Join(dir, MetadataFile))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, dir, err)
+	}
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("%w: %s: metadata: %v", ErrCorrupt, dir, err)
+	}
+	if Checksum(env.Meta) != env.CRC32C {
+		return nil, fmt.Errorf("%w: %s: metadata checksum mismatch", ErrCorrupt, dir)
+	}
+	c := &Checkpoint{Dir: dir, fs: fsys}
+	if err := json.Unmarshal(env.Meta, &c.Meta); err != nil {
+		return nil, fmt.Errorf("%w: %s: metadata: %v", ErrCorrupt, dir, err)
+	}
+	if c.Meta.Version != FormatVersion {
+		return nil, fmt.Errorf("%w: %s: format version %d, this streamd reads %d", ErrCorrupt, dir, c.Meta.Version, FormatVersion)
+	}
+	for _, f := range c.Meta.Files {
+		if _, err := c.ReadFile(f.Name); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// ReadFile returns a state file's contents after checking its size and
+// checksum against the metadata.
+func (c *Checkpoint) ReadFile(name string) ([]byte, error) {
+	for _, f := range c.Meta.Files {
+		if f.Name != name {
+			continue
+		}
+		data, err := c.fs.ReadFile(filepath.Join(c.Dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, c.Dir, err)
+		}
+		if int64(len(data)) != f.Size {
+			return nil, fmt.Errorf("%w: %s: %s is %d bytes, metadata says %d", ErrCorrupt, c.Dir, name, len(data), f.Size)
+		}
+		if Checksum(data) != f.CRC32C {
+			return nil, fmt.Errorf("%w: %s: %s checksum mismatch", ErrCorrupt, c.Dir, name)
+		}
+		return data, nil
+	}
+	return nil, fmt.Errorf("%s: no state file %q in this checkpoint", c.Dir, name)
+}
+
+// Info is one entry of List.
+type Info struct {
+	ID  uint64
+	Dir string
+	// Meta is set when the checkpoint verified; Err says why it did not.
+	Meta *Metadata
+	Err  error
+}
+
+// List returns every complete checkpoint, newest first, each verified.
+func (s *Store) List() ([]Info, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, len(ids))
+	for i, id := range ids {
+		dir := filepath.Join(s.dir, Name(id))
+		out[i] = Info{ID: id, Dir: dir}
+		if c, err := Load(dir, s.fs); err != nil {
+			out[i].Err = err
+		} else {
+			out[i].Meta = &c.Meta
+		}
+	}
+	return out, nil
+}
+
+// Latest returns the newest checkpoint that verifies, and the errors of
+// newer ones it skipped. With no checkpoint it returns ErrNoCheckpoint;
+// with checkpoints and none valid, an error joining theirs.
+func (s *Store) Latest() (*Checkpoint, []error, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil, fmt.Errorf("%s: %w", s.dir, ErrNoCheckpoint)
+	}
+	var skipped []error
+	for _, id := range ids {
+		c, err := Load(filepath.Join(s.dir, Name(id)), s.fs)
+		if err == nil {
+			return c, skipped, nil
+		}
+		skipped = append(skipped, err)
+	}
+	return nil, skipped, fmt.Errorf("%s: no valid checkpoint among %d: %w", s.dir, len(ids), errors.Join(skipped...))
+}

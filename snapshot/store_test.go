@@ -1,0 +1,231 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func write(t *testing.T, s *Store, id uint64, files map[string]string) {
+	t.Helper()
+	w, err := s.Begin(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := w.WriteFile(name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(Metadata{Sources: map[string]int64{"flights": int64(id) * 100}, KeyGroups: 4096, Channels: 3}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRoundTripAndRetention(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(1); id <= 4; id++ {
+		write(t, s, id, map[string]string{"window-kg-0000-1023": fmt.Sprintf("state %d", id), "lookup": "x"})
+	}
+	list, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != 4 || list[1].ID != 3 {
+		t.Fatalf("retained %+v, want checkpoints 4 and 3", list)
+	}
+	c, skipped, err := s.Latest()
+	if err != nil || len(skipped) != 0 {
+		t.Fatalf("latest: %v %v", err, skipped)
+	}
+	if c.Meta.ID != 4 || c.Meta.Sources["flights"] != 400 || c.Meta.Version != FormatVersion || len(c.Meta.Files) != 2 {
+		t.Fatalf("metadata %+v", c.Meta)
+	}
+	data, err := c.ReadFile("window-kg-0000-1023")
+	if err != nil || string(data) != "state 4" {
+		t.Fatalf("read %q %v", data, err)
+	}
+	if _, err := s.Begin(3); err == nil {
+		t.Fatal("Begin of an id before the newest accepted")
+	}
+}
+
+func TestNoCheckpoint(t *testing.T) {
+	s, _ := Open(t.TempDir(), 3, nil)
+	if _, _, err := s.Latest(); !errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A crash while writing leaves a temporary directory: ignored by List and
+// removed by the next Open.
+func TestStrayTemporaryIgnoredAndCleaned(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir, 3, nil)
+	write(t, s, 1, map[string]string{"a": "1"})
+	w, _ := s.Begin(2)
+	w.WriteFile("a", []byte("2")) // the job dies here
+	if list, _ := s.List(); len(list) != 1 {
+		t.Fatalf("list sees %d checkpoints, want 1", len(list))
+	}
+	if _, err := Open(dir, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			t.Fatalf("stray %s survived Open", e.Name())
+		}
+	}
+}
+
+// Corruption of the newest checkpoint — metadata truncated at every byte
+// offset, a flipped bit, a missing or truncated state file — is detected,
+// and Latest falls back to the previous valid one.
+func TestCorruptionFallsBack(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir, 5, nil)
+	write(t, s, 1, map[string]string{"a": "one"})
+	write(t, s, 2, map[string]string{"a": "two"})
+	newest := filepath.Join(dir, Name(2))
+	meta, _ := os.ReadFile(filepath.Join(newest, MetadataFile))
+	check := func(what string) {
+		t.Helper()
+		c, skipped, err := s.Latest()
+		if err != nil || c.Meta.ID != 1 || len(skipped) != 1 || !errors.Is(skipped[0], ErrCorrupt) {
+			t.Fatalf("%s: latest %v, skipped %v, err %v", what, c, skipped, err)
+		}
+	}
+	for n := 0; n < len(meta); n++ {
+		os.WriteFile(filepath.Join(newest, MetadataFile), meta[:n], 0o644)
+		check(fmt.Sprintf("metadata truncated to %d bytes", n))
+	}
+	for i := range meta {
+		flipped := append([]byte(nil), meta...)
+		flipped[i] ^= 0x04
+		os.WriteFile(filepath.Join(newest, MetadataFile), flipped, 0o644)
+		if c, _, err := s.Latest(); err == nil && c.Meta.ID == 2 {
+			// A flip inside JSON whitespace or the indentation leaves the
+			// content intact; anything else must be caught.
+			if strings.TrimSpace(string(flipped)) == strings.TrimSpace(string(meta)) {
+				continue
+			}
+			var ok bool
+			for _, b := range []byte{' ', '\n', '\t'} {
+				ok = ok || meta[i] == b
+			}
+			if !ok {
+				t.Fatalf("bit flip at metadata byte %d (%q) not detected", i, meta[i])
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(newest, MetadataFile), meta, 0o644)
+	os.WriteFile(filepath.Join(newest, "a"), []byte("twp"), 0o644)
+	check("state file bit flip")
+	os.WriteFile(filepath.Join(newest, "a"), []byte("tw"), 0o644)
+	check("state file truncated")
+	os.Remove(filepath.Join(newest, "a"))
+	check("state file missing")
+	os.RemoveAll(filepath.Join(dir, Name(1)))
+	if _, _, err := s.Latest(); err == nil || errors.Is(err, ErrNoCheckpoint) {
+		t.Fatalf("only corrupt checkpoints: err = %v, want an error that is not 'no checkpoint'", err)
+	}
+}
+
+// faultFS injects errors: the nth write fails with ENOSPC, or every fsync
+// fails.
+type faultFS struct {
+	OS
+	writes    int
+	failWrite int // 1-based; 0 = never
+	failSync  bool
+}
+
+type faultFile struct {
+	File
+	fs *faultFS
+}
+
+func (f *faultFS) Create(p string) (File, error) {
+	file, err := f.OS.Create(p)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{file, f}, nil
+}
+
+func (f *faultFile) Write(p []byte) (int, error) {
+	f.fs.writes++
+	if f.fs.writes == f.fs.failWrite {
+		return 0, syscall.ENOSPC
+	}
+	return f.File.Write(p)
+}
+
+func (f *faultFile) Sync() error {
+	if f.fs.failSync {
+		return syscall.EIO
+	}
+	return f.File.Sync()
+}
+
+func (f *faultFS) SyncDir(p string) error {
+	if f.failSync {
+		return syscall.EIO
+	}
+	return f.OS.SyncDir(p)
+}
+
+// ENOSPC on any write, or an fsync error, fails that checkpoint with a
+// clear error and leaves the last good one intact and used.
+func TestDiskFaults(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		dir := t.TempDir()
+		fsys := &faultFS{}
+		s, _ := Open(dir, 2, fsys)
+		write(t, s, 1, map[string]string{"a": "one", "b": "uno"})
+		fsys.writes, fsys.failWrite = 0, n
+		w, err := s.Begin(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = errors.Join(w.WriteFile("a", []byte("two")), w.WriteFile("b", []byte("dos")))
+		if err == nil {
+			err = w.Commit(Metadata{})
+		} else {
+			w.Abort()
+		}
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("write %d fails: err = %v, want ENOSPC", n, err)
+		}
+		c, _, err := s.Latest()
+		if err != nil || c.Meta.ID != 1 {
+			t.Fatalf("after ENOSPC on write %d: latest %v %v", n, c, err)
+		}
+	}
+	dir := t.TempDir()
+	fsys := &faultFS{}
+	s, _ := Open(dir, 2, fsys)
+	write(t, s, 1, map[string]string{"a": "one"})
+	fsys.failSync = true
+	w, _ := s.Begin(2)
+	if err := w.WriteFile("a", []byte("two")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync error: %v", err)
+	}
+	w.Abort()
+	fsys.failSync = false
+	if c, _, err := s.Latest(); err != nil || c.Meta.ID != 1 {
+		t.Fatalf("after fsync error: %v %v", c, err)
+	}
+	if list, _ := s.List(); len(list) != 1 {
+		t.Fatalf("%d checkpoints after a failed one", len(list))
+	}
+}
