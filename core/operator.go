@@ -50,6 +50,19 @@ type Env struct {
 	Rescaled  bool
 }
 
+// Snapshotter is implemented by stateful keyed operators: they serialise
+// the state of key groups at a checkpoint barrier (the copy the data path
+// pauses for; writing happens elsewhere) and load it back on restore, into
+// whatever channel then owns the groups.
+type Snapshotter interface {
+	// SnapshotGroups appends the state of the given key groups to dst.
+	SnapshotGroups(dst []byte, groups []int) ([]byte, error)
+	// RestoreGroups loads state written by SnapshotGroups (of any
+	// instance, any channel count); the instance must own the groups it
+	// holds, and its watermark must already be the checkpoint's (Env).
+	RestoreGroups(data []byte) error
+}
+
 // Migrator is implemented by keyed operators whose instances keep data
 // about their channel's key groups outside the shared kvstate maps (a
 // window's firing index). When key groups change owner, the losing

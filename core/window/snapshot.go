@@ -1,0 +1,190 @@
+package window
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"streamd/core"
+)
+
+// Snapshot format of a window instance's key groups (all integers are
+// varints unless noted):
+//
+//	groups
+//	  group, keys
+//	    hash (8 bytes LE), key values (per key type), panes
+//	      start, one (n, i, f-bits as 8 bytes LE) per aggregate
+//
+// A key value is a varint for int64, timestamp and bool, 8 bytes LE for a
+// float64, and a length-prefixed string.
+
+var errShort = errors.New("window snapshot: truncated")
+
+// SnapshotGroups implements core.Snapshotter.
+func (w *windowOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, uint64(len(groups)))
+	for _, g := range groups {
+		dst = binary.AppendUvarint(dst, uint64(g))
+		n := 0
+		w.state.Range(g, func(_ uint64, st *keyState) bool {
+			for ; st != nil; st = st.next {
+				n++
+			}
+			return true
+		})
+		dst = binary.AppendUvarint(dst, uint64(n))
+		w.state.Range(g, func(h uint64, st *keyState) bool {
+			for ; st != nil; st = st.next {
+				dst = binary.LittleEndian.AppendUint64(dst, h)
+				dst = w.key.appendKey(dst, &st.key)
+				dst = binary.AppendUvarint(dst, uint64(len(st.panes)))
+				for _, p := range st.panes {
+					dst = binary.AppendVarint(dst, p.start)
+					for _, a := range p.accs {
+						dst = binary.AppendVarint(dst, a.n)
+						dst = binary.AppendVarint(dst, a.i)
+						dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
+					}
+				}
+			}
+			return true
+		})
+	}
+	return dst, nil
+}
+
+// RestoreGroups implements core.Snapshotter: it adds the keys' states to
+// the shared map and registers their window ends in this instance's firing
+// index, pane by pane in start order, as Process would have.
+func (w *windowOp) RestoreGroups(data []byte) error {
+	d := decoder{b: data}
+	ng := d.uvarint()
+	for range ng {
+		g := int(d.uvarint())
+		if d.err == nil && (g < 0 || g >= w.spec.Groups) {
+			return fmt.Errorf("window snapshot: key group %d of %d", g, w.spec.Groups)
+		}
+		nk := d.uvarint()
+		for range nk {
+			h := d.u64()
+			k := w.key.readKey(&d)
+			np := d.uvarint()
+			if d.err != nil {
+				return d.err
+			}
+			if w.lookup(g, h, &k) != nil {
+				return fmt.Errorf("window snapshot: key %v restored twice", k[:w.nk])
+			}
+			st := w.insert(g, h, &k)
+			r := ref{g: int32(g), h: h, st: st}
+			for range np {
+				start := d.varint()
+				accs := w.newAccs()
+				for a := range accs {
+					accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
+				}
+				if d.err != nil {
+					return d.err
+				}
+				if n := len(st.panes); n > 0 && st.panes[n-1].start >= start {
+					return fmt.Errorf("window snapshot: panes out of order")
+				}
+				st.panes = append(st.panes, pane{start: start, accs: accs})
+				w.register(st, len(st.panes)-1, r)
+			}
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("window snapshot: %d bytes left over", len(d.b))
+	}
+	return d.err
+}
+
+func (k *keyDef) appendKey(dst []byte, t *tuple) []byte {
+	for j, typ := range k.types {
+		v := t[j]
+		switch typ {
+		case core.String:
+			dst = binary.AppendUvarint(dst, uint64(len(v.Str())))
+			dst = append(dst, v.Str()...)
+		case core.Float64:
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v.Float()))
+		default:
+			dst = binary.AppendVarint(dst, v.Int())
+		}
+	}
+	return dst
+}
+
+func (k *keyDef) readKey(d *decoder) (t tuple) {
+	for j, typ := range k.types {
+		switch typ {
+		case core.String:
+			t[j] = core.StringValue(d.str())
+		case core.Float64:
+			t[j] = core.FloatValue(math.Float64frombits(d.u64()))
+		case core.Bool:
+			t[j] = core.BoolValue(d.varint() != 0)
+		default:
+			t[j] = core.IntValue(d.varint())
+		}
+	}
+	return t
+}
+
+// decoder reads the snapshot format; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.err = errShort
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil || uint64(len(d.b)) < n {
+		d.err = errShort
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+var _ core.Snapshotter = (*windowOp)(nil)
