@@ -1,0 +1,3 @@
+module streamd/perf/peers/gochan
+
+go 1.26.8

@@ -1,0 +1,125 @@
+// Command gochan-peers is the naive Go baseline for the peer pipeline
+// (scripts/peers.sh): a reader goroutine parses the flights CSV export into
+// typed records (as streamd's csv source does), a filter goroutine keeps
+// delay > 15, a map goroutine adds delay_hours and route, and a sink counts.
+// Stages are joined by buffered channels, one record per send.
+//
+//	gochan-peers -csv /abs/flights.csv [-buf 1024]
+//
+// Output, one line: "gochan records_in=N records_out=M seconds=S records_per_s=R".
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+type flight struct {
+	Date                time.Time
+	Delay, Distance     int64
+	Origin, Destination string
+}
+
+type out struct {
+	flight
+	DelayHours float64
+	Route      string
+}
+
+func main() {
+	path := flag.String("csv", "", "the flights CSV export (date,delay,distance,origin,destination with a header)")
+	buf := flag.Int("buf", 1024, "capacity of each channel, in records")
+	flag.Parse()
+	f, err := os.Open(*path)
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+
+	start := time.Now()
+	read := make(chan flight, *buf)
+	kept := make(chan flight, *buf)
+	mapped := make(chan out, *buf)
+	var in int64
+	readErr := make(chan error, 1)
+
+	go func() { // reader
+		defer close(read)
+		r := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
+		r.ReuseRecord = true
+		if _, err := r.Read(); err != nil { // header
+			readErr <- err
+			return
+		}
+		for {
+			rec, err := r.Read()
+			if err == io.EOF {
+				readErr <- nil
+				return
+			}
+			if err != nil {
+				readErr <- err
+				return
+			}
+			fl, err := parse(rec)
+			if err != nil {
+				readErr <- fmt.Errorf("record %d: %w", in+1, err)
+				return
+			}
+			in++
+			read <- fl
+		}
+	}()
+	go func() { // filter
+		defer close(kept)
+		for fl := range read {
+			if fl.Delay > 15 {
+				kept <- fl
+			}
+		}
+	}()
+	go func() { // map
+		defer close(mapped)
+		for fl := range kept {
+			mapped <- out{fl, float64(fl.Delay) / 60.0, fl.Origin + "-" + fl.Destination}
+		}
+	}()
+	var n int64
+	for range mapped { // sink
+		n++
+	}
+	if err := <-readErr; err != nil {
+		fail(err)
+	}
+	secs := time.Since(start).Seconds()
+	fmt.Printf("gochan records_in=%d records_out=%d seconds=%.3f records_per_s=%.0f\n",
+		in, n, secs, float64(in)/secs)
+}
+
+func parse(rec []string) (fl flight, err error) {
+	if len(rec) != 5 {
+		return fl, fmt.Errorf("%d fields, want 5", len(rec))
+	}
+	if fl.Date, err = time.Parse(time.RFC3339, rec[0]); err != nil {
+		return
+	}
+	if fl.Delay, err = strconv.ParseInt(rec[1], 10, 64); err != nil {
+		return
+	}
+	if fl.Distance, err = strconv.ParseInt(rec[2], 10, 64); err != nil {
+		return
+	}
+	fl.Origin, fl.Destination = rec[3], rec[4]
+	return fl, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "gochan-peers:", err)
+	os.Exit(1)
+}
