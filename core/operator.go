@@ -57,10 +57,11 @@ type Env struct {
 type Snapshotter interface {
 	// SnapshotGroups appends the state of the given key groups to dst.
 	SnapshotGroups(dst []byte, groups []int) ([]byte, error)
-	// RestoreGroups loads state written by SnapshotGroups (of any
-	// instance, any channel count); the instance must own the groups it
-	// holds, and its watermark must already be the checkpoint's (Env).
-	RestoreGroups(data []byte) error
+	// RestoreGroups loads the groups that keep accepts (nil: all) from
+	// state written by SnapshotGroups (of any instance, at any channel
+	// count): a channel restores the groups it owns now. Its watermark must
+	// already be the checkpoint's (Env).
+	RestoreGroups(data []byte, keep func(group int) bool) error
 }
 
 // Migrator is implemented by keyed operators whose instances keep data

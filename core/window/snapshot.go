@@ -58,7 +58,7 @@ func (w *windowOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
 // RestoreGroups implements core.Snapshotter: it adds the keys' states to
 // the shared map and registers their window ends in this instance's firing
 // index, pane by pane in start order, as Process would have.
-func (w *windowOp) RestoreGroups(data []byte) error {
+func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 	d := decoder{b: data}
 	ng := d.uvarint()
 	for range ng {
@@ -67,12 +67,24 @@ func (w *windowOp) RestoreGroups(data []byte) error {
 			return fmt.Errorf("window snapshot: key group %d of %d", g, w.spec.Groups)
 		}
 		nk := d.uvarint()
+		mine := keep == nil || keep(g)
 		for range nk {
 			h := d.u64()
 			k := w.key.readKey(&d)
 			np := d.uvarint()
 			if d.err != nil {
 				return d.err
+			}
+			if !mine {
+				for range np {
+					d.varint()
+					for range w.aggs {
+						d.varint()
+						d.varint()
+						d.u64()
+					}
+				}
+				continue
 			}
 			if w.lookup(g, h, &k) != nil {
 				return fmt.Errorf("window snapshot: key %v restored twice", k[:w.nk])
@@ -188,3 +200,67 @@ func (d *decoder) str() string {
 }
 
 var _ core.Snapshotter = (*windowOp)(nil)
+
+// SnapshotGroups implements core.Snapshotter for the running aggregate:
+// groups, then per group its keys (hash, key values, accumulators).
+func (r *runningOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, uint64(len(groups)))
+	for _, g := range groups {
+		dst = binary.AppendUvarint(dst, uint64(g))
+		n := 0
+		r.state.Range(g, func(_ uint64, st *running) bool {
+			for ; st != nil; st = st.next {
+				n++
+			}
+			return true
+		})
+		dst = binary.AppendUvarint(dst, uint64(n))
+		r.state.Range(g, func(h uint64, st *running) bool {
+			for ; st != nil; st = st.next {
+				dst = binary.LittleEndian.AppendUint64(dst, h)
+				dst = r.key.appendKey(dst, &st.key)
+				for _, a := range st.accs {
+					dst = binary.AppendVarint(dst, a.n)
+					dst = binary.AppendVarint(dst, a.i)
+					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
+				}
+			}
+			return true
+		})
+	}
+	return dst, nil
+}
+
+// RestoreGroups implements core.Snapshotter for the running aggregate.
+func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error {
+	d := decoder{b: data}
+	ng := d.uvarint()
+	for range ng {
+		g := int(d.uvarint())
+		if d.err == nil && (g < 0 || g >= r.spec.Groups) {
+			return fmt.Errorf("aggregate snapshot: key group %d of %d", g, r.spec.Groups)
+		}
+		nk := d.uvarint()
+		mine := keep == nil || keep(g)
+		for range nk {
+			h := d.u64()
+			k := r.key.readKey(&d)
+			accs := make([]acc, len(r.aggs))
+			for a := range accs {
+				accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
+			}
+			if d.err != nil {
+				return d.err
+			}
+			if mine {
+				r.state.Put(g, h, &running{key: k, next: r.state.Get(g, h), accs: accs})
+			}
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("aggregate snapshot: %d bytes left over", len(d.b))
+	}
+	return d.err
+}
+
+var _ core.Snapshotter = (*runningOp)(nil)

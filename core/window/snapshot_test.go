@@ -34,7 +34,7 @@ func newFeeder(t *testing.T, def core.OperatorDef, channels int, wm int64, resca
 		f.outs = append(f.outs, core.NewEmitter(def.Out, func(b *core.Batch) error {
 			for i := 0; i < b.Len; i++ {
 				r := b.Row(i)
-				f.rows = append(f.rows, fmt.Sprintf("%d %d %s %d %d", r[0].Time(), r[1].Time(), r[2].Str(), r[3].Int(), r[4].Int()))
+				f.rows = append(f.rows, rowText(def.Out, r))
 			}
 			b.Release()
 			return nil
@@ -59,6 +59,7 @@ func (f *feeder) records(t *testing.T, ts []int64, keys []string, vals []int64) 
 		if err := op.Process(b, f.outs[c]); err != nil {
 			t.Fatal(err)
 		}
+		f.outs[c].Flush()
 		b.Release()
 	}
 }
@@ -135,7 +136,8 @@ func TestSnapshotRestoreAcrossChannelCounts(t *testing.T) {
 					for c, op := range g.ops {
 						for _, s := range snaps {
 							// Each new channel takes the groups it owns now.
-							if err := op.(core.Snapshotter).RestoreGroups(filterGroups(t, s, g.table, c)); err != nil {
+							owns := func(grp int) bool { return g.table.Owner(grp) == c }
+							if err := op.(core.Snapshotter).RestoreGroups(s, owns); err != nil {
 								t.Fatal(err)
 							}
 						}
@@ -157,54 +159,6 @@ func TestSnapshotRestoreAcrossChannelCounts(t *testing.T) {
 	}
 }
 
-// filterGroups re-encodes a snapshot keeping the groups channel c owns in
-// table t: what the runtime does when it restores at another channel count.
-func filterGroups(t *testing.T, data []byte, table *kvstate.Table, c int) []byte {
-	d := decoder{b: data}
-	ng := d.uvarint()
-	out := []byte{}
-	var keep [][]byte
-	for range ng {
-		start := len(data) - len(d.b)
-		g := int(d.uvarint())
-		nk := d.uvarint()
-		// Skip the group's keys by decoding them with a throwaway key def:
-		// the test's key is one string.
-		for range nk {
-			d.u64()
-			d.str()
-			np := d.uvarint()
-			for range np {
-				d.varint()
-				for range 2 {
-					d.varint()
-					d.varint()
-					d.u64()
-				}
-			}
-		}
-		if d.err != nil {
-			t.Fatal(d.err)
-		}
-		if table.Owner(g) == c {
-			keep = append(keep, data[start:len(data)-len(d.b)])
-		}
-	}
-	out = appendUvarint(out, uint64(len(keep)))
-	for _, k := range keep {
-		out = append(out, k...)
-	}
-	return out
-}
-
-func appendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
 func TestRestoreRejectsTruncated(t *testing.T) {
 	mk := func() core.OperatorDef {
 		def, _ := New(Spec{Name: "w", Key: []string{"k"}, Size: 10e9, Groups: 64, Aggs: []Agg{{Name: "n", Func: Count}}}, snapSchema)
@@ -213,13 +167,68 @@ func TestRestoreRejectsTruncated(t *testing.T) {
 	f := newFeeder(t, mk(), 1, core.NoTime, false)
 	f.records(t, []int64{1e9, 2e9}, []string{"a", "b"}, []int64{1, 2})
 	data := f.snapshot(t)[0]
-	if g := newFeeder(t, mk(), 1, core.NoTime, true); g.ops[0].(core.Snapshotter).RestoreGroups(data) != nil {
+	if g := newFeeder(t, mk(), 1, core.NoTime, true); g.ops[0].(core.Snapshotter).RestoreGroups(data, nil) != nil {
 		t.Fatal("whole snapshot did not restore")
 	}
 	for cut := 0; cut < len(data); cut++ {
 		g := newFeeder(t, mk(), 1, core.NoTime, true)
-		if err := g.ops[0].(core.Snapshotter).RestoreGroups(data[:cut]); err == nil {
+		if err := g.ops[0].(core.Snapshotter).RestoreGroups(data[:cut], nil); err == nil {
 			t.Fatalf("snapshot truncated to %d of %d bytes restored without error", cut, len(data))
 		}
 	}
+}
+
+// The running aggregate restored at another channel count continues with
+// the same totals.
+func TestRunningSnapshotRestore(t *testing.T) {
+	mk := func() core.OperatorDef {
+		def, err := NewRunning(RunningSpec{Name: "r", Key: []string{"k"}, Groups: 64,
+			Aggs: []Agg{{Name: "n", Func: Count}, {Name: "s", Func: Sum, Field: "v"}}}, snapSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return def
+	}
+	keys := []string{"a", "b", "c", "d", "e", "f", "g"}
+	var ts []int64
+	var ks []string
+	var vs []int64
+	for i := 0; i < 700; i++ {
+		ts, ks, vs = append(ts, int64(i)), append(ks, keys[i%7]), append(vs, int64(i))
+	}
+	run := func(cut, from, to int) []string {
+		f := newFeeder(t, mk(), from, core.NoTime, false)
+		for i := 0; i < 700; i += 100 {
+			if i == cut {
+				snaps := f.snapshot(t)
+				g := newFeeder(t, mk(), to, core.NoTime, true)
+				g.rows = f.rows
+				for c, op := range g.ops {
+					for _, s := range snaps {
+						if err := op.(core.Snapshotter).RestoreGroups(s, func(grp int) bool { return g.table.Owner(grp) == c }); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				f = g
+			}
+			f.records(t, ts[i:i+100], ks[i:i+100], vs[i:i+100])
+		}
+		return f.finish(t)
+	}
+	want := run(-1, 1, 1)
+	if got := run(300, 3, 2); !slices.Equal(got, want) {
+		t.Fatalf("restored running aggregate differs: %d rows vs %d", len(got), len(want))
+	}
+}
+
+func rowText(s *core.Schema, r []core.Value) string {
+	var b []byte
+	for j, f := range s.Fields {
+		if j > 0 {
+			b = append(b, ' ')
+		}
+		b = core.AppendText(b, f.Type, r[j])
+	}
+	return string(b)
 }
