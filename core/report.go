@@ -56,16 +56,15 @@ func (l Live) Snapshot() *Report { return l.r.report(time.Since(l.r.start)) }
 // Channels is the region's channel count now (0 without a region).
 func (l Live) Channels() int { return int(l.r.curChans.Load()) }
 
-// RingLen returns, for each channel now, how many batches wait in its input
-// ring.
+// RingLen returns, for each channel now (index = channel), how many
+// batches wait in its input ring.
 func (l Live) RingLen() []int {
 	l.r.ringsMu.Lock()
 	defer l.r.ringsMu.Unlock()
-	var out []int
-	for _, rg := range l.r.rings {
-		if !rg.Closed() {
-			out = append(out, rg.Len())
-		}
+	n := min(int(l.r.curChans.Load()), len(l.r.chanIn))
+	out := make([]int, n)
+	for c, rg := range l.r.chanIn[:n] {
+		out[c] = rg.Len()
 	}
 	return out
 }

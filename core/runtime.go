@@ -54,6 +54,7 @@ type run struct {
 	// stage can cancel them all.
 	ringsMu sync.Mutex
 	rings   []*ring.SPSC[*Batch]
+	chanIn  []*ring.SPSC[*Batch] // channel c's input ring, by c (ringsMu; for Live.RingLen)
 
 	// Live reconfiguration (rescale.go).
 	rescales                  atomic.Int64
@@ -401,6 +402,12 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*Batch], wm int64, join 
 	if err != nil {
 		return err
 	}
+	r.ringsMu.Lock()
+	for len(r.chanIn) <= c {
+		r.chanIn = append(r.chanIn, nil)
+	}
+	r.chanIn[c] = in
+	r.ringsMu.Unlock()
 	r.wg.Add(1)
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -25,6 +26,11 @@ type runFlags struct {
 	cpuProfile string
 	memProfile string
 	elasticLog string
+
+	mutexProfile   string
+	pprofAddr      string
+	metricsAddr    string
+	statusInterval time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -41,6 +47,10 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	cmd.Flags().StringVar(&fl.memProfile, "memprofile", "", "write a heap profile (pprof) to this file at the end")
+	cmd.Flags().StringVar(&fl.mutexProfile, "mutexprofile", "", "write a mutex contention profile (pprof) to this file at the end")
+	cmd.Flags().StringVar(&fl.pprofAddr, "pprof-addr", "", "serve net/http/pprof under /debug/pprof/ on host:port while the job runs")
+	cmd.Flags().StringVar(&fl.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on host:port while the job runs")
+	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal")
 	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file")
 	return cmd
 }
@@ -88,12 +98,27 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if fl.mutexProfile != "" {
+		mf, err := os.Create(fl.mutexProfile)
+		if err != nil {
+			return usageErr(fmt.Errorf("mutex profile: %w", err))
+		}
+		defer mf.Close()
+		defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(5))
+		defer pprof.Lookup("mutex").WriteTo(mf, 0)
+	}
+	obs, err := observe(job, fl, stderr)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer obs.close()
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := core.Run(ctx, job)
+	obs.end()
 	if fl.memProfile != "" {
 		if mf, merr := os.Create(fl.memProfile); merr == nil {
 			pprof.WriteHeapProfile(mf)

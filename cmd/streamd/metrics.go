@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime/metrics"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamd/core"
+)
+
+// metricsServer serves a job's counters in the Prometheus text exposition
+// format (version 0.0.4) on /metrics, with /healthz (200 while the process
+// runs) and /readyz (200 from the job's start, i.e. OnStart, until it ends;
+// 503 otherwise). Every figure is read from the job's live view at scrape
+// time: nothing is added to the data path but the latency hook.
+//
+// The format is written here rather than through client_golang: importing
+// client_golang needs go.mod to require its own dependencies (client_model,
+// common, procfs, perks, goautoneg), which it does not yet.
+type metricsServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	job  *core.Job
+	size int64 // the source's size in records; 0 = unknown
+	lat  *latency
+
+	live  atomic.Pointer[liveView]
+	ended atomic.Bool
+
+	mu          sync.Mutex // guards the congestion sample
+	prevWall    time.Duration
+	prevBlocked int64
+	congestion  float64
+}
+
+// listenMetrics listens on addr (host:port; port 0 picks one) and serves
+// until close.
+func listenMetrics(addr string, job *core.Job, size int64, lat *latency) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	m := &metricsServer{ln: ln, job: job, size: size, lat: lat}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", m.serveMetrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", m.serveReady)
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go m.srv.Serve(ln)
+	return m, nil
+}
+
+// addr is the address the server listens on.
+func (m *metricsServer) addr() string { return m.ln.Addr().String() }
+
+// started marks the job running (from core.Job.OnStart).
+func (m *metricsServer) started(l liveView) { m.live.Store(&l) }
+
+// end marks the job ended: /readyz answers 503, /metrics keeps the last
+// figures.
+func (m *metricsServer) end() { m.ended.Store(true) }
+
+func (m *metricsServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m.srv.Shutdown(ctx)
+}
+
+func (m *metricsServer) serveReady(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case m.live.Load() == nil:
+		http.Error(w, "not started", http.StatusServiceUnavailable)
+	case m.ended.Load():
+		http.Error(w, "ended", http.StatusServiceUnavailable)
+	default:
+		io.WriteString(w, "ready\n")
+	}
+}
+
+func (m *metricsServer) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	bw := bufio.NewWriter(w)
+	e := &expo{w: bw}
+	if lp := m.live.Load(); lp != nil {
+		m.writeJob(e, *lp)
+	}
+	writeGoRuntime(e)
+	bw.Flush()
+}
+
+func (m *metricsServer) writeJob(e *expo, l liveView) {
+	r := l.Snapshot()
+	e.family("streamd_job_info", "gauge", "The job being run (value 1).")
+	e.sample("streamd_job_info", 1, "job", r.Job)
+	e.family("streamd_job_wall_seconds", "gauge", "Time since the job started.")
+	e.sample("streamd_job_wall_seconds", r.Wall.Seconds())
+	e.family("streamd_job_running", "gauge", "1 while the job runs, 0 once it has ended.")
+	e.sample("streamd_job_running", b2f(!m.ended.Load()))
+	e.family("streamd_records_in_total", "counter", "Records read from the source.")
+	e.sample("streamd_records_in_total", float64(r.RecordsIn))
+	e.family("streamd_records_out_total", "counter", "Records written to the sink.")
+	e.sample("streamd_records_out_total", float64(r.RecordsOut))
+	if m.size > 0 {
+		e.family("streamd_source_size_records", "gauge", "Records the source will produce (sources that know their size).")
+		e.sample("streamd_source_size_records", float64(m.size))
+	}
+
+	e.family("streamd_operator_records_in_total", "counter", "Records into an operator, summed over channels.")
+	for _, o := range r.Operators {
+		e.sample("streamd_operator_records_in_total", float64(o.In), "operator", o.Name, "stage", o.Stage)
+	}
+	e.family("streamd_operator_records_out_total", "counter", "Records out of an operator, summed over channels.")
+	for _, o := range r.Operators {
+		e.sample("streamd_operator_records_out_total", float64(o.Out), "operator", o.Name, "stage", o.Stage)
+	}
+	e.family("streamd_operator_stat", "gauge", "An operator's own counters (windows open, lookups cached, ...).")
+	for _, o := range r.Operators {
+		keys := make([]string, 0, len(o.Stats))
+		for k := range o.Stats {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			e.sample("streamd_operator_stat", float64(o.Stats[k]), "operator", o.Name, "stage", o.Stage, "stat", k)
+		}
+	}
+
+	var blocked int64
+	e.family("streamd_channel_records_total", "counter", "Records a channel of the parallel region processed.")
+	for i, c := range r.Channels {
+		e.sample("streamd_channel_records_total", float64(c.Records), "channel", strconv.Itoa(i))
+	}
+	e.family("streamd_channel_busy_seconds_total", "counter", "Time a channel spent processing batches.")
+	for i, c := range r.Channels {
+		e.sample("streamd_channel_busy_seconds_total", float64(c.BusyNs)/1e9, "channel", strconv.Itoa(i))
+	}
+	e.family("streamd_channel_splitter_blocked_seconds_total", "counter",
+		"Time the splitter was blocked on a channel's full input ring; the sum over channels, per second of wall time, is the congestion index.")
+	for i, c := range r.Channels {
+		e.sample("streamd_channel_splitter_blocked_seconds_total", float64(c.BlockedNs)/1e9, "channel", strconv.Itoa(i))
+		blocked += c.BlockedNs
+	}
+	e.family("streamd_channel_ring_batches", "gauge", "Batches waiting in a channel's input ring now.")
+	for i, n := range l.RingLen() {
+		e.sample("streamd_channel_ring_batches", float64(n), "channel", strconv.Itoa(i))
+	}
+	e.family("streamd_ring_capacity_batches", "gauge", "Capacity of every ring, in batches.")
+	e.sample("streamd_ring_capacity_batches", float64(m.job.RingSize))
+	e.family("streamd_congestion_index", "gauge",
+		"Fraction of the time since the previous scrape the splitter spent blocked on full channel rings, in [0, 1].")
+	e.sample("streamd_congestion_index", m.congestionSince(r.Wall, blocked))
+	e.family("streamd_channels", "gauge", "Channels of the parallel region now.")
+	e.sample("streamd_channels", float64(l.Channels()))
+	e.family("streamd_rescales_total", "counter", "Live channel count changes.")
+	e.sample("streamd_rescales_total", float64(r.Rescales))
+	e.family("streamd_rescale_pause_seconds", "gauge", "Pauses channels saw in live channel changes, at quantiles (1 = max).")
+	if r.Rescales > 0 {
+		e.sample("streamd_rescale_pause_seconds", r.PauseP50.Seconds(), "quantile", "0.5")
+		e.sample("streamd_rescale_pause_seconds", r.PauseP99.Seconds(), "quantile", "0.99")
+		e.sample("streamd_rescale_pause_seconds", r.PauseMax.Seconds(), "quantile", "1")
+	}
+
+	e.family("streamd_late_records_total", "counter", "Records that arrived after their windows fired.")
+	e.sample("streamd_late_records_total", float64(r.Late))
+	e.family("streamd_skipped_records_total", "counter", "Malformed records skipped (on_error: skip).")
+	e.sample("streamd_skipped_records_total", float64(r.Skipped))
+	e.family("streamd_dead_letter_records_total", "counter", "Records written to the dead-letter file.")
+	e.sample("streamd_dead_letter_records_total", float64(r.DeadLetters))
+
+	if m.lat != nil {
+		q, n := m.lat.quantiles(time.Now(), 50, 99, 100)
+		e.family("streamd_sink_latency_seconds", "gauge",
+			"Time from a batch's oldest record entering the job to the sink, over the last few seconds, at quantiles (1 = max).")
+		if n > 0 {
+			e.sample("streamd_sink_latency_seconds", q[0].Seconds(), "quantile", "0.5")
+			e.sample("streamd_sink_latency_seconds", q[1].Seconds(), "quantile", "0.99")
+			e.sample("streamd_sink_latency_seconds", q[2].Seconds(), "quantile", "1")
+		}
+	}
+}
+
+// congestionSince returns the congestion index over the time since the
+// previous call (the previous scrape), and remembers this one.
+func (m *metricsServer) congestionSince(wall time.Duration, blocked int64) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if dw := wall - m.prevWall; dw > 0 {
+		m.congestion = min(max(float64(blocked-m.prevBlocked)/float64(dw), 0), 1)
+		m.prevWall, m.prevBlocked = wall, blocked
+	}
+	return m.congestion
+}
+
+// goRuntimeMetrics maps runtime/metrics names to exposed names.
+var goRuntimeMetrics = []struct{ src, name, typ, help string }{
+	{"/sched/goroutines:goroutines", "go_goroutines", "gauge", "Goroutines that currently exist."},
+	{"/sched/gomaxprocs:threads", "go_gomaxprocs", "gauge", "GOMAXPROCS."},
+	{"/memory/classes/heap/objects:bytes", "go_heap_objects_bytes", "gauge", "Memory occupied by live and not yet swept heap objects."},
+	{"/memory/classes/total:bytes", "go_memory_total_bytes", "gauge", "All memory mapped by the Go runtime."},
+	{"/gc/heap/goal:bytes", "go_gc_heap_goal_bytes", "gauge", "Heap size target for the end of the GC cycle."},
+	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "counter", "Completed GC cycles."},
+	{"/cpu/classes/gc/total:cpu-seconds", "go_gc_cpu_seconds_total", "counter", "Estimated CPU time spent in the GC."},
+	{"/cpu/classes/total:cpu-seconds", "go_cpu_seconds_total", "counter", "Estimated CPU time available to the Go program."},
+	{"/sync/mutex/wait/total:seconds", "go_sync_mutex_wait_seconds_total", "counter", "Time goroutines spent blocked on sync.Mutex and RWMutex."},
+}
+
+func writeGoRuntime(e *expo) {
+	ss := make([]metrics.Sample, len(goRuntimeMetrics))
+	for i, g := range goRuntimeMetrics {
+		ss[i].Name = g.src
+	}
+	metrics.Read(ss)
+	for i, g := range goRuntimeMetrics {
+		var v float64
+		switch ss[i].Value.Kind() {
+		case metrics.KindUint64:
+			v = float64(ss[i].Value.Uint64())
+		case metrics.KindFloat64:
+			v = ss[i].Value.Float64()
+		default:
+			continue // not supported by this Go version
+		}
+		e.family(g.name, g.typ, g.help)
+		e.sample(g.name, v)
+	}
+}
+
+// expo writes the Prometheus text exposition format.
+type expo struct{ w io.Writer }
+
+func (e *expo) family(name, typ, help string) {
+	fmt.Fprintf(e.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample; labels are name, value pairs.
+func (e *expo) sample(name string, v float64, labels ...string) {
+	io.WriteString(e.w, name)
+	if len(labels) > 0 {
+		io.WriteString(e.w, "{")
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				io.WriteString(e.w, ",")
+			}
+			fmt.Fprintf(e.w, "%s=\"%s\"", labels[i], labelEscaper.Replace(labels[i+1]))
+		}
+		io.WriteString(e.w, "}")
+	}
+	fmt.Fprintf(e.w, " %s\n", strconv.FormatFloat(v, 'g', -1, 64))
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// listenPprof serves net/http/pprof's handlers under /debug/pprof/ on addr,
+// on a mux of its own. (Importing net/http/pprof also registers them on
+// http.DefaultServeMux, which streamd never serves.)
+func listenPprof(addr string) (*http.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return srv, ln, nil
+}
+
+// observers are what --metrics-addr, --pprof-addr and the status line
+// attach to a job: they hook its OnStart and OnSink (keeping hooks already
+// set) and are stopped by end and close.
+type observers struct {
+	metrics *metricsServer
+	pprof   *http.Server
+	status  *status
+}
+
+// observe sets up the observers fl asks for around job; status lines go to
+// stderr. The caller calls end once the job has returned, then close.
+func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
+	o := &observers{}
+	var size int64
+	if s, ok := job.Source.(core.Sized); ok {
+		size = s.Size()
+	}
+	var lat *latency
+	if fl.metricsAddr != "" || !fl.quiet {
+		lat = newLatency()
+	}
+	if fl.pprofAddr != "" {
+		srv, _, err := listenPprof(fl.pprofAddr)
+		if err != nil {
+			return nil, err
+		}
+		o.pprof = srv
+	}
+	if fl.metricsAddr != "" {
+		m, err := listenMetrics(fl.metricsAddr, job, size, lat)
+		if err != nil {
+			o.close()
+			return nil, err
+		}
+		o.metrics = m
+	}
+	if !fl.quiet {
+		interval := fl.statusInterval
+		if interval <= 0 {
+			interval = 5 * time.Second
+		}
+		o.status = newStatus(stderr, interval, size, lat)
+	}
+	if lat != nil {
+		prev := job.OnSink
+		job.OnSink = func(b *core.Batch) {
+			lat.observe(b)
+			if prev != nil {
+				prev(b)
+			}
+		}
+	}
+	prevStart := job.OnStart
+	job.OnStart = func(l core.Live) {
+		if o.metrics != nil {
+			o.metrics.started(l)
+		}
+		if o.status != nil {
+			o.status.start(l)
+		}
+		if prevStart != nil {
+			prevStart(l)
+		}
+	}
+	return o, nil
+}
+
+// end stops the status line and marks the job not ready.
+func (o *observers) end() {
+	if o.status != nil {
+		o.status.end()
+	}
+	if o.metrics != nil {
+		o.metrics.end()
+	}
+}
+
+// close stops the servers.
+func (o *observers) close() {
+	if o.metrics != nil {
+		o.metrics.close()
+	}
+	if o.pprof != nil {
+		o.pprof.Close()
+	}
+}
