@@ -1,7 +1,9 @@
 package perf
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +29,11 @@ type Options struct {
 	DataDir string
 	// OutDir receives the workload's output files, if any.
 	OutDir string
+	// Unpinned runs the job's stages on plain goroutines; by default they
+	// are pinned to cores where there are enough (core.CorePlacer).
+	Unpinned bool
+	// Log receives the job's log (nil: discarded).
+	Log *slog.Logger `json:"-"`
 }
 
 // Workload builds a runnable job for the harness. Build returns a job
@@ -36,6 +43,12 @@ type Workload struct {
 	Name        string
 	Description string
 	Build       func(opt Options) (*core.Job, error)
+	// Run, if set instead of Build, is a workload that runs no job (a
+	// micro-benchmark such as "ring"): it measures itself into rec, which
+	// records latency on one goroutine and counts records for the
+	// throughput series, and returns when done (or when ctx, which carries
+	// Options.Duration, is done).
+	Run func(ctx context.Context, opt Options, rec *Recorder) error
 }
 
 var (
