@@ -58,5 +58,6 @@ func newRoot() *cobra.Command {
 		return usageErr(errors.New("no command given (expected run or validate)"))
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd())
+	root.AddCommand(newBenchCmd())
 	return root
 }

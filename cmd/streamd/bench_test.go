@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/perf"
+)
+
+func TestBenchList(t *testing.T) {
+	code, out, errOut := cli(t, "bench", "--list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, n := range []string{"ring", "pipeline", "flights", "keyed", "elastic"} {
+		if !strings.Contains(out, n+" ") {
+			t.Fatalf("--list lacks %s:\n%s", n, out)
+		}
+	}
+}
+
+func TestBenchPipeline(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	code, out, errOut := cli(t, "bench", "pipeline", "--count", "100000", "--seed", "7", "--out", dir, "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, s := range []string{"records in / out", "100000 / 100000", "records/s per core", "p99.99"} {
+		if !strings.Contains(out, s) {
+			t.Fatalf("table lacks %q:\n%s", s, out)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, perf.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r perf.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.RecordsIn != 100000 || r.Latency.Count != 100000 || r.Options.Seed != 7 {
+		t.Fatalf("report: %d in, %d latencies, seed %d", r.RecordsIn, r.Latency.Count, r.Options.Seed)
+	}
+	hgrm, err := os.ReadFile(filepath.Join(dir, perf.HgrmFile))
+	if err != nil || !strings.HasPrefix(string(hgrm), " Value\tPercentile\tTotalCount\t1/(1-Percentile)") {
+		t.Fatalf("hgrm: %v %.80q", err, hgrm)
+	}
+	for _, p := range []string{perf.LatencyPlot, perf.ThroughputPlot} {
+		f, err := os.Open(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Fatalf("cpu profile: %v", err)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{{"bench"}, {"bench", "nope"}, {"bench", "pipeline", "--count", "-1"}} {
+		if code, _, _ := cli(t, args...); code != 2 {
+			t.Fatalf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
