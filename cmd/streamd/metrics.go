@@ -293,6 +293,7 @@ func listenPprof(addr string) (*http.Server, net.Listener, error) {
 type observers struct {
 	metrics *metricsServer
 	pprof   *http.Server
+	pprofLn net.Listener
 	status  *status
 }
 
@@ -309,11 +310,11 @@ func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 		lat = newLatency()
 	}
 	if fl.pprofAddr != "" {
-		srv, _, err := listenPprof(fl.pprofAddr)
+		srv, ln, err := listenPprof(fl.pprofAddr)
 		if err != nil {
 			return nil, err
 		}
-		o.pprof = srv
+		o.pprof, o.pprofLn = srv, ln
 	}
 	if fl.metricsAddr != "" {
 		m, err := listenMetrics(fl.metricsAddr, job, size, lat)
