@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -100,6 +101,7 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400) // as streamd run does
 	}
+	stopProfile := func() {}
 	if fl.cpuProfile != "" {
 		pf, err := os.Create(fl.cpuProfile)
 		if err != nil {
@@ -109,7 +111,9 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 		if err := pprof.StartCPUProfile(pf); err != nil {
 			return jobErr(err)
 		}
-		defer pprof.StopCPUProfile()
+		// The profile covers the run, not the plotting after it.
+		stopProfile = sync.OnceFunc(pprof.StopCPUProfile)
+		defer stopProfile()
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -117,6 +121,7 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := perf.RunContext(ctx, w, opt)
+	stopProfile()
 	if fl.memProfile != "" {
 		if mf, merr := os.Create(fl.memProfile); merr == nil {
 			pprof.WriteHeapProfile(mf)
