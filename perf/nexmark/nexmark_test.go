@@ -1,0 +1,348 @@
+package nexmark
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"streamd/core"
+)
+
+// testConfig spreads 20k events over 40 s of event time (2 ms apart), so
+// that windowed queries fire several windows.
+func testConfig(seed uint64) Config {
+	return Config{Seed: seed, Count: 20_000, InterEventDelay: 2_000_000}
+}
+
+// events generates the config's events directly.
+func events(t testing.TB, cfg Config) [][]core.Value {
+	g, err := NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]core.Value, cfg.Count)
+	for n := range out {
+		out[n] = make([]core.Value, Schema.Width())
+		g.Event(out[n], int64(n))
+	}
+	return out
+}
+
+// collect is a sink that renders every record as comma-separated text.
+type collect struct {
+	s     *core.Schema
+	lines []string
+}
+
+func (c *collect) Open(s *core.Schema) error { c.s = s; return nil }
+func (c *collect) Write(b *core.Batch) error {
+	for i := 0; i < b.Len; i++ {
+		c.lines = append(c.lines, render(c.s, b.Row(i)))
+	}
+	return nil
+}
+func (c *collect) Close() error { return nil }
+func (c *collect) Abort()       {}
+
+func render(s *core.Schema, row []core.Value) string {
+	var buf []byte
+	for i, f := range s.Fields {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = core.AppendText(buf, f.Type, row[i])
+	}
+	return string(buf)
+}
+
+func text(t core.Type, v core.Value) string { return string(core.AppendText(nil, t, v)) }
+
+func ts(ns int64) string { return text(core.Timestamp, core.TimeValue(ns)) }
+
+func runQuery(t *testing.T, q Query, cfg Config, channels int) []string {
+	t.Helper()
+	g, err := NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &collect{}
+	job, err := q.Build(g, channels, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.RingSize = 8
+	rep, err := core.Run(context.Background(), job)
+	if err != nil {
+		t.Fatalf("%s: %v", q.Name, err)
+	}
+	if rep.Late != 0 {
+		t.Fatalf("%s: %d late records", q.Name, rep.Late)
+	}
+	return sink.lines
+}
+
+// brute computes each query's output directly from the events.
+var brute = map[string]func(evs [][]core.Value) []string{
+	"nexmark-q0": func(evs [][]core.Value) []string {
+		out := make([]string, len(evs))
+		for i, e := range evs {
+			out[i] = render(Schema, e)
+		}
+		return out
+	},
+	"nexmark-q1": func(evs [][]core.Value) []string {
+		var out []string
+		for _, e := range evs {
+			if e[FKind].Int() == Bid {
+				out = append(out, fmt.Sprintf("%d,%d,%s,%s", e[FAuction].Int(), e[FBidder].Int(),
+					text(core.Float64, core.FloatValue(float64(e[FPrice].Int())*0.908)), ts(e[FDateTime].Time())))
+			}
+		}
+		return out
+	},
+	"nexmark-q2": func(evs [][]core.Value) []string {
+		var out []string
+		for _, e := range evs {
+			if e[FKind].Int() == Bid && e[FAuction].Int()%123 == 0 {
+				out = append(out, fmt.Sprintf("%d,%d", e[FAuction].Int(), e[FPrice].Int()))
+			}
+		}
+		return out
+	},
+	"nexmark-q5": func(evs [][]core.Value) []string {
+		type wk struct{ end, auction int64 }
+		counts := map[wk]int64{}
+		for _, e := range evs {
+			if e[FKind].Int() != Bid {
+				continue
+			}
+			last := e[FDateTime].Time() / Q5Slide * Q5Slide
+			for start := last - Q5Size + Q5Slide; start <= last; start += Q5Slide {
+				counts[wk{start + Q5Size, e[FAuction].Int()}]++
+			}
+		}
+		best := map[int64]int64{}
+		for k, n := range counts {
+			best[k.end] = max(best[k.end], n)
+		}
+		var keys []wk
+		for k, n := range counts {
+			if n == best[k.end] {
+				keys = append(keys, k)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return keys[i].end < keys[j].end || keys[i].end == keys[j].end && keys[i].auction < keys[j].auction
+		})
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = fmt.Sprintf("%s,%s,%d,%d", ts(k.end-Q5Size), ts(k.end), k.auction, counts[k])
+		}
+		return out
+	},
+	"nexmark-q7": func(evs [][]core.Value) []string {
+		best := map[int64]int64{}
+		for _, e := range evs {
+			if e[FKind].Int() == Bid {
+				end := e[FDateTime].Time()/Q7Size*Q7Size + Q7Size
+				if p, ok := best[end]; !ok || e[FPrice].Int() > p {
+					best[end] = e[FPrice].Int()
+				}
+			}
+		}
+		type row struct{ end, t, auction, bidder int64 }
+		var rows []row
+		for _, e := range evs {
+			if e[FKind].Int() == Bid {
+				end := e[FDateTime].Time()/Q7Size*Q7Size + Q7Size
+				if e[FPrice].Int() == best[end] {
+					rows = append(rows, row{end, e[FDateTime].Time(), e[FAuction].Int(), e[FBidder].Int()})
+				}
+			}
+		}
+		slices.SortFunc(rows, func(a, b row) int {
+			if a.end != b.end {
+				return cmpInt(a.end, b.end)
+			}
+			if a.t != b.t {
+				return cmpInt(a.t, b.t)
+			}
+			if a.auction != b.auction {
+				return cmpInt(a.auction, b.auction)
+			}
+			return cmpInt(a.bidder, b.bidder)
+		})
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			out[i] = fmt.Sprintf("%s,%s,%d,%d,%d,%s", ts(r.end-Q7Size), ts(r.end), r.auction, r.bidder, best[r.end], ts(r.t))
+		}
+		return out
+	},
+	"nexmark-q8": func(evs [][]core.Value) []string {
+		type wk struct{ end, id int64 }
+		persons := map[wk]string{}
+		sellers := map[wk]bool{}
+		for _, e := range evs {
+			end := e[FDateTime].Time()/Q8Size*Q8Size + Q8Size
+			switch e[FKind].Int() {
+			case Person:
+				persons[wk{end, e[FID].Int()}] = e[FName].Str()
+			case Auction:
+				sellers[wk{end, e[FSeller].Int()}] = true
+			}
+		}
+		var keys []wk
+		for k := range persons {
+			if sellers[k] {
+				keys = append(keys, k)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return keys[i].end < keys[j].end || keys[i].end == keys[j].end && keys[i].id < keys[j].id
+		})
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = fmt.Sprintf("%s,%s,%d,%s", ts(k.end-Q8Size), ts(k.end), k.id, persons[k])
+		}
+		return out
+	},
+}
+
+// Every query's output equals a direct computation over the same events,
+// record for record and in order; regional queries give the same output
+// with 1 and 4 channels.
+func TestQueriesMatchBruteForce(t *testing.T) {
+	cfg := testConfig(7)
+	evs := events(t, cfg)
+	for _, q := range Queries {
+		t.Run(q.Name, func(t *testing.T) {
+			want := brute[q.Name](evs)
+			if len(want) == 0 {
+				t.Fatalf("brute force gives no output: the test proves nothing")
+			}
+			chans := []int{1}
+			if q.Regional {
+				chans = append(chans, 4)
+			}
+			for _, n := range chans {
+				got := runQuery(t, q, cfg, n)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%d channels: %d records, want %d; %s", n, len(got), len(want), firstDiff(got, want))
+				}
+			}
+			t.Logf("%d records", len(want))
+		})
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("first difference at %d:\n got %s\nwant %s", i, got[i], want[i])
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// The generator gives persons, auctions and bids 1:3:46, event time
+// advancing by the inter-event delay, and the same events for the same
+// seed (different ones for another), whatever the batch boundaries.
+func TestGenerator(t *testing.T) {
+	cfg := testConfig(1)
+	evs := events(t, cfg)
+	var kinds [3]int
+	for n, e := range evs {
+		kinds[e[FKind].Int()]++
+		if got, want := e[FDateTime].Time(), DefaultBaseTime+int64(n)*cfg.InterEventDelay; got != want {
+			t.Fatalf("event %d: date_time %d, want %d", n, got, want)
+		}
+	}
+	if kinds != [3]int{400, 1200, 18400} {
+		t.Fatalf("persons, auctions, bids = %v, want 1:3:46 of 20000", kinds)
+	}
+	// Through Next: same events as Event.
+	g, _ := NewGenerator(cfg)
+	n := 0
+	for {
+		b, err := g.Next(context.Background())
+		if err != nil {
+			break
+		}
+		for i := 0; i < b.Len; i++ {
+			if !slices.Equal(b.Row(i), evs[n]) || b.Pos[i] != int64(n+1) {
+				t.Fatalf("event %d differs through Next", n)
+			}
+			n++
+		}
+		b.Release()
+	}
+	if n != len(evs) {
+		t.Fatalf("Next gave %d events, want %d", n, len(evs))
+	}
+	other := events(t, testConfig(2))
+	same := 0
+	for i := range evs {
+		if slices.Equal(evs[i], other[i]) {
+			same++
+		}
+	}
+	if same > len(evs)/10 {
+		t.Fatalf("seeds 1 and 2 share %d of %d events", same, len(evs))
+	}
+	// Hot auctions: with ratio 2, about half the bids go to an auction
+	// whose base-0 id is a multiple of 100.
+	hot, bids := 0, 0
+	for _, e := range evs {
+		if e[FKind].Int() == Bid {
+			bids++
+			if (e[FAuction].Int()-FirstAuctionID)%100 == 0 {
+				hot++
+			}
+		}
+	}
+	if f := float64(hot) / float64(bids); f < 0.45 || f > 0.6 {
+		t.Fatalf("%.2f of bids on hot auctions, want about 0.5", f)
+	}
+	// Ids referenced exist or run at most the lead ahead.
+	for n, e := range evs {
+		switch e[FKind].Int() {
+		case Bid:
+			if a := e[FAuction].Int(); a > FirstAuctionID+int64(n)*3/50+auctionLead+3 {
+				t.Fatalf("event %d: bid on auction %d, too far ahead", n, a)
+			}
+		case Person:
+			if !strings.Contains(e[FName].Str(), " ") || e[FCity].Str() == "" || e[FState].Str() == "" {
+				t.Fatalf("event %d: person %s", n, render(Schema, e))
+			}
+		}
+	}
+}
+
+// With a rate, Next paces events and stamps batches with their intended
+// send time.
+func TestGeneratorRate(t *testing.T) {
+	g, _ := NewGenerator(Config{Seed: 1, Count: 2000, Rate: 100_000})
+	n := 0
+	for {
+		b, err := g.Next(context.Background())
+		if err != nil {
+			break
+		}
+		if b.Stamp == 0 {
+			t.Fatal("paced batch without a stamp")
+		}
+		n += b.Len
+		b.Release()
+	}
+	if n != 2000 {
+		t.Fatalf("%d events, want 2000", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Next(ctx); err == nil {
+		t.Fatal("Next ignores a done context")
+	}
+}
