@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# streamd against Benthos v4.60.0 and a naive Go-channel pipeline, on the
+# same input in one run (docs/PERFORMANCE.md, "Benthos and a Go-channel
+# pipeline side by side").
+#
+# Pipeline, the same for all three: the 3 M flights, exported once to CSV by
+# streamd (scripts/jobs/flights-to-csv.yaml), read from that CSV file ->
+# filter delay > 15 -> map delay_hours = delay / 60.0, route = origin + "-" +
+# destination -> discard, counting records. The script checks that all three
+# count the same records in and out.
+#
+#   scripts/peers.sh [runs=3]
+#
+# Environment: STREAMD_DATA (default ../shared/data beside the repository),
+# PEERS_BATCH (Benthos csv input batch_count; default 512, streamd's batch
+# size), UNBATCHED_RUNS (runs of Benthos with batch_count 1, its default; 0
+# skips it; default 1), CHANNEL_BUF (Go-channel capacity; default 1024).
+# Needs Go and, on the first run, the Go module proxy (Benthos's modules).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${1:-3}"
+data="${STREAMD_DATA:-$root/../shared/data}"
+batch="${PEERS_BATCH:-512}"
+unbatched_runs="${UNBATCHED_RUNS:-1}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+echo "building streamd, benthos-peers, gochan-peers ..." >&2
+(cd "$root" && go build -o "$work/streamd" ./cmd/streamd)
+(cd "$root/perf/peers/benthos" && go build -o "$work/benthos-peers" .)
+(cd "$root/perf/peers/gochan" && go build -o "$work/gochan-peers" .)
+
+echo "exporting the flights to CSV ..." >&2
+STREAMD_DATA="$data" STREAMD_OUT="$work" "$work/streamd" run "$root/scripts/jobs/flights-to-csv.yaml" --quiet
+csv="$work/flights.csv"
+n_in=$(($(wc -l <"$csv") - 1))
+
+now() { date +%s.%N; }
+# run NAME CMD...: runs CMD, which must print "records_in=N records_out=M"
+# on its standard output; prints "seconds in out" (wall time of the whole
+# process, start to exit).
+run() {
+  local s e line
+  s=$(now); line=$("$@"); e=$(now)
+  awk -v e="$e" -v s="$s" -v l="$line" 'BEGIN {
+    n = split(l, f, /[ =]/); for (i = 1; i < n; i++) v[f[i]] = f[i+1]
+    printf "%.3f %d %d\n", e - s, v["records_in"], v["records_out"] }'
+}
+streamd_run() { # the streamd report (stderr) gives the counts
+  "$work/streamd" run "$root/perf/peers/streamd-job.yaml" >/dev/null 2>"$work/streamd.log"
+  sed -n 's/.* \([0-9][0-9]*\) records in (.*), \([0-9][0-9]*\) out$/records_in=\1 records_out=\2/p' "$work/streamd.log"
+}
+benthos_run() {
+  (cd "$root/perf/peers/benthos" && PEERS_CSV="$csv" PEERS_BATCH="$1" "$work/benthos-peers" -in "$n_in")
+}
+gochan_run() { "$work/gochan-peers" -csv "$csv" -buf "${CHANNEL_BUF:-1024}"; }
+
+# best K NAME CMD...: best (lowest wall time) of K runs; sets best_s, and
+# checks the counts against the first engine's.
+want_out=""
+best() {
+  local k="$1" name="$2" i r s in out
+  shift 2
+  best_s=""
+  for i in $(seq "$k"); do
+    r=$(run "$@"); read -r s in out <<<"$r"
+    echo "  $name run $i: $s s, in $in, out $out" >&2
+    if [ "$in" != "$n_in" ]; then echo "$name: $in records in, want $n_in" >&2; exit 1; fi
+    if [ -z "$want_out" ]; then want_out="$out"; fi
+    if [ "$out" != "$want_out" ]; then echo "$name: $out records out, want $want_out" >&2; exit 1; fi
+    if [ -z "$best_s" ] || awk -v a="$s" -v b="$best_s" 'BEGIN { exit !(a < b) }'; then best_s="$s"; fi
+  done
+}
+
+best "$runs" streamd streamd_run; sd=$best_s
+best "$runs" gochan gochan_run; gc=$best_s
+best "$runs" "benthos(batch $batch)" benthos_run "$batch"; bb=$best_s
+bu=""
+if [ "$unbatched_runs" -gt 0 ]; then
+  best "$unbatched_runs" "benthos(batch 1)" benthos_run 1; bu=$best_s
+fi
+
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "input: $n_in flights (CSV export), out: $want_out records (delay > 15); best of $runs, wall time of the whole process"
+line() { awk -v n="$1" -v s="$2" -v r="$n_in" 'BEGIN { printf "%-22s %8.3f s %12.0f records/s\n", n, s, r / s }'; }
+line streamd "$sd"
+line "Go channels" "$gc"
+line "Benthos (batch $batch)" "$bb"
+[ -z "$bu" ] || line "Benthos (batch 1)" "$bu"
+awk -v sd="$sd" -v gc="$gc" -v bb="$bb" -v bu="$bu" -v b="$batch" 'BEGIN {
+  printf "streamd / Benthos (batch %s): %.1fx\n", b, bb / sd
+  if (bu != "") printf "streamd / Benthos (batch 1):   %.1fx\n", bu / sd
+  printf "streamd / Go channels:        %.2fx\n", gc / sd }'
