@@ -77,7 +77,8 @@ type Batch struct {
 	// coordinated omission), carried to every batch derived from it.
 	Stamp int64
 
-	reconf *reconf // of a Reconfig marker
+	reconf *reconf      // of a Reconfig marker
+	ckpt   *barrierInfo // of a Barrier marker
 	pooled bool
 }
 
@@ -139,6 +140,7 @@ func (b *Batch) Reset() {
 	b.Channel = 0
 	b.Stamp = 0
 	b.reconf = nil
+	b.ckpt = nil
 }
 
 // Full reports whether the batch holds BatchSize records.

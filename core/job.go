@@ -23,6 +23,9 @@ type Job struct {
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
 	Placer Placer
 	Log    *slog.Logger
+	// Checkpoint, if set, takes asynchronous barrier snapshots (and
+	// restores from one).
+	Checkpoint *Checkpointing
 	// OnStart, if set, is called once the job is built, before any record
 	// flows, with a live view of its counters.
 	OnStart func(Live)

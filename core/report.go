@@ -20,6 +20,11 @@ type Report struct {
 	PauseP50, PauseP99, PauseMax time.Duration
 	// Channels now (the live value for a running job).
 	CurrentChannels int
+	// Checkpoints completed, their duration (barrier injected → written)
+	// and the data-path pause of a channel's snapshot copy.
+	Checkpoints                  int64
+	CheckpointP50, CheckpointP99 time.Duration
+	SnapshotPauseP99             time.Duration
 }
 
 // OperatorReport gives one operator's record counts, summed over channels.
@@ -94,6 +99,13 @@ func (r *run) report(wall time.Duration) *Report {
 	add("post", r.job.Post, post)
 	rep.Rescales = r.rescales.Load()
 	rep.CurrentChannels = int(r.curChans.Load())
+	if c := r.ck; c != nil {
+		c.mu.Lock()
+		rep.Checkpoints = c.completed
+		rep.CheckpointP50, rep.CheckpointP99 = percentile(c.durations, 50), percentile(c.durations, 99)
+		rep.SnapshotPauseP99 = percentile(c.pauses, 99)
+		c.mu.Unlock()
+	}
 	r.pauses.mu.Lock()
 	defer r.pauses.mu.Unlock()
 	if h := r.pauses.h; h != nil {

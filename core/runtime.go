@@ -15,6 +15,7 @@ import (
 	"streamd/kvstate"
 	"streamd/order"
 	"streamd/ring"
+	"streamd/snapshot"
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
@@ -55,6 +56,12 @@ type run struct {
 	ringsMu sync.Mutex
 	rings   []*ring.SPSC[*Batch]
 	chanIn  []*ring.SPSC[*Batch] // channel c's input ring, by c (ringsMu; for Live.RingLen)
+
+	// Checkpoints (checkpoint.go).
+	ck           *checkpointer
+	restore      *snapshot.Checkpoint
+	initialTable *kvstate.Table
+	sinkEpoch    uint64 // epochs committed to the sink (sink goroutine)
 
 	// Live reconfiguration (rescale.go).
 	rescales                  atomic.Int64
@@ -203,6 +210,20 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
 	r.ctx = ctx
+	var replay *Replayable
+	if cp := job.Checkpoint; cp != nil {
+		if cp.Store == nil {
+			return nil, errors.New("checkpointing needs a store")
+		}
+		replay = NewReplayable(job.Source)
+		job.Source = replay
+		if cp.Restore != nil {
+			r.restore = cp.Restore
+			if err := replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if reg := job.Region; reg != nil {
 		if reg.Groups == 0 {
 			reg.Groups = kvstate.DefaultGroups
@@ -228,6 +249,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil, err
 		}
 		r.chanStats = make([]ChannelStats, r.maxChannels)
+		r.initialTable = r.splitter.table
 		if r.scaler, err = newScaler(reg, job.Log); err != nil {
 			return nil, err
 		}
@@ -252,13 +274,42 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil, fmt.Errorf("event time field %q is a %s, not a timestamp or int64", f, s.Fields[timeField].Type)
 		}
 	}
-	if err := job.Sink.Open(sinkIn); err != nil {
+	startWM := int64(NoTime)
+	if r.restore != nil {
+		startWM = r.restore.Meta.Watermark
+		if r.splitter != nil {
+			r.splitter.lastWM = startWM
+		}
+	}
+	if job.Checkpoint != nil {
+		var regionOps []OperatorDef
+		groups := 0
+		if job.Region != nil {
+			regionOps, groups = job.Region.Ops, job.Region.Groups
+		}
+		r.ck = newCheckpointer(*job.Checkpoint, regionOps, groups)
+		r.sinkEpoch = r.ck.committed.Load()
+	}
+	if es, ok := job.Sink.(EpochSink); ok && r.ck != nil {
+		var restored uint64
+		if r.restore != nil {
+			restored = r.restore.Meta.ID
+		}
+		if err := es.OpenEpochs(sinkIn, restored); err != nil {
+			return nil, err
+		}
+	} else if err := job.Sink.Open(sinkIn); err != nil {
 		return nil, err
 	}
 
 	// The sink end: post-region operators, then the sink.
 	postChain := chainOf(r.post, func(b *Batch) error {
 		defer b.Release()
+		if r.ck != nil {
+			if err := r.sinkCheckpoint(b); err != nil {
+				return err
+			}
+		}
 		if b.Kind != Data {
 			return nil
 		}
@@ -287,7 +338,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			if outs[c], err = r.newRing(); err != nil {
 				return nil, err
 			}
-			if err = r.startChannel(c, len(outs), in, outs[c], NoTime, nil); err != nil {
+			if err = r.startChannel(c, len(outs), in, outs[c], startWM, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -299,14 +350,21 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			r.merge(postChain, outs)
 		})
 	}
+	if r.ck != nil {
+		go r.ck.run(r.log.Info)
+	}
 	preChain := chainOf(r.pre, head)
 	r.wg.Add(1)
 	r.placer.Start("source", 0, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("source", 0)
-		r.source(ctx, preChain, timeField, timeUnit)
+		r.source(ctx, preChain, timeField, timeUnit, replay, startWM)
 	})
 	r.wg.Wait()
+	if r.ck != nil {
+		close(r.ck.acks)
+		<-r.ck.done
+	}
 
 	err = r.firstErr()
 	if err == nil {
@@ -329,8 +387,11 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 // source is the first stage: it reads batches, stamps event time, emits
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
-func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64) {
-	maxT, lastWM := int64(NoTime), int64(NoTime)
+func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64, replay *Replayable, startWM int64) {
+	maxT, lastWM := int64(NoTime), startWM
+	if r.restore != nil {
+		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &maxT)
+	}
 	bound := r.job.EventTime.MaxOutOfOrder
 	var err error
 	for {
@@ -367,6 +428,16 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 				}
 			}
 		}
+		if r.ck != nil && r.ck.due() {
+			r.ck.inFlight.Store(true)
+			r.ck.epoch++
+			m := NewMarker(Barrier)
+			m.Epoch, m.Stamp = r.ck.epoch, stamp
+			m.ckpt = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), maxTime: maxT, wm: lastWM, started: time.Now()}
+			if err = pre.Push(m); err != nil {
+				break
+			}
+		}
 		if r.scaler != nil {
 			if n := r.scaler.next(r); n > 0 && n != len(r.splitter.rings) {
 				if err = r.rescale(n); err != nil {
@@ -398,7 +469,7 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64)
 // starts its stage. join, for a channel added by a reconfiguration, is that
 // reconfiguration: the channel adopts its key groups before it starts.
 func (r *run) startChannel(c, n int, in, out *ring.SPSC[*Batch], wm int64, join *reconf) error {
-	insts, err := instantiate(r.job.Region.Ops, Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil}, r.regionCounters)
+	insts, err := instantiate(r.job.Region.Ops, Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
 	if err != nil {
 		return err
 	}
@@ -466,6 +537,13 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 		out.Close()
 		r.bell.ring()
 	}()
+	if r.restore != nil && join == nil {
+		if err := restoreChannel(r.restore, insts, r.initialTable, c); err != nil {
+			r.fail(err)
+			in.Cancel()
+			return
+		}
+	}
 	if join != nil {
 		progress = join.seq
 		if err := r.adopt(c, join, insts, time.Now()); err != nil {
@@ -489,6 +567,12 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 				return
 			}
 			retire = c >= b.reconf.to
+		}
+		if kind == Barrier && r.ck != nil {
+			t0 := time.Now()
+			ack := snapshotChannel(b.ckpt, insts, c)
+			r.ck.pause(time.Since(t0))
+			r.ck.acks <- ack
 		}
 		t0 := time.Now()
 		err = chain.Push(b)

@@ -162,9 +162,12 @@ func (s *splitter) broadcast(b *Batch) error {
 	if b.Kind == Watermark {
 		s.lastWM = b.Watermark
 	}
+	if b.ckpt != nil {
+		b.ckpt.table, b.ckpt.channels = s.table, len(s.rings)
+	}
 	for c := range s.rings {
 		m := NewMarker(b.Kind)
-		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp = b.Watermark, b.Epoch, s.seq, b.Stamp
+		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp, m.ckpt = b.Watermark, b.Epoch, s.seq, b.Stamp, b.ckpt
 		if err := s.push(c, m); err != nil {
 			b.Release()
 			return err

@@ -1,0 +1,262 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamd/kvstate"
+	"streamd/snapshot"
+)
+
+// Checkpointing configures asynchronous barrier snapshots (Carbone et al.,
+// "Lightweight Asynchronous Snapshots for Distributed Dataflows", 2015):
+// the source stage injects barrier n, every stateful operator snapshots its
+// key groups as the barrier passes (the data path pauses only for that
+// copy), the merger aligns the barrier across channels, and a coordinator
+// goroutine writes the checkpoint and, once it is complete, lets the sink
+// commit the epoch's output.
+type Checkpointing struct {
+	Store *snapshot.Store
+	// Interval between barriers, wall time (checked after each source
+	// batch); EveryBatches, if > 0, injects a barrier every that many
+	// source batches instead (deterministic, for tests).
+	Interval     time.Duration
+	EveryBatches int
+	// Restore, if set, is the checkpoint the job resumes from: sources
+	// skip to their positions, key groups load into whatever channel count
+	// the job starts with, and an EpochSink drops output of later epochs.
+	Restore *snapshot.Checkpoint
+}
+
+// EpochSink is a sink whose output is exactly-once across crashes: output
+// is kept per checkpoint epoch and only committed output survives a
+// restore. All calls come from the sink's goroutine.
+type EpochSink interface {
+	Sink
+	// OpenEpochs replaces Open when the job checkpoints: restored is the
+	// epoch of the checkpoint the job resumes from (0: a fresh start); the
+	// sink keeps committed output of epochs ≤ restored and discards the
+	// rest.
+	OpenEpochs(s *Schema, restored uint64) error
+	// Barrier says every record written so far belongs to epoch ≤ epoch.
+	Barrier(epoch uint64) error
+	// Commit says checkpoint epoch is complete: output of epochs ≤ epoch
+	// must survive any later crash.
+	Commit(epoch uint64) error
+}
+
+// barrierInfo travels with the copies of one barrier. The source stage
+// fills the replay position and watermark, the splitter the table and
+// channel count; it is read-only afterwards.
+type barrierInfo struct {
+	epoch    uint64
+	position int64
+	maxTime  int64 // the largest event time seen (watermark generator state)
+	wm       int64
+	table    *kvstate.Table
+	channels int
+	started  time.Time
+}
+
+type ckptAck struct {
+	info    *barrierInfo
+	channel int // -1: the sink
+	files   map[string][]byte
+	err     error
+}
+
+// checkpointer coordinates checkpoints: one in flight at a time.
+type checkpointer struct {
+	cfg       Checkpointing
+	ops       []OperatorDef // region operators, for file names
+	keyGroups int
+	epoch     uint64 // last barrier injected (source stage only)
+	batches   int
+	last      time.Time
+	inFlight  atomic.Bool
+	committed atomic.Uint64 // newest complete checkpoint
+	acks      chan ckptAck
+	done      chan struct{}
+	err       error // a failed checkpoint; the job goes on (source stage reads after done)
+
+	mu        sync.Mutex
+	completed int64
+	durations []time.Duration
+	pauses    []time.Duration
+}
+
+func newCheckpointer(cfg Checkpointing, ops []OperatorDef, groups int) *checkpointer {
+	c := &checkpointer{cfg: cfg, ops: ops, keyGroups: groups, acks: make(chan ckptAck, 1024), done: make(chan struct{}), last: time.Now()}
+	if cfg.Restore != nil {
+		c.epoch = cfg.Restore.Meta.ID
+		c.committed.Store(c.epoch)
+	}
+	return c
+}
+
+// due says whether the source stage should inject a barrier now.
+func (c *checkpointer) due() bool {
+	c.batches++
+	if c.inFlight.Load() {
+		return false
+	}
+	if c.cfg.EveryBatches > 0 {
+		return c.batches%c.cfg.EveryBatches == 0
+	}
+	return c.cfg.Interval > 0 && time.Since(c.last) >= c.cfg.Interval
+}
+
+// run collects acknowledgements and writes checkpoints until the acks
+// channel is closed.
+func (c *checkpointer) run(log func(msg string, args ...any)) {
+	defer close(c.done)
+	pending := map[uint64][]ckptAck{}
+	for a := range c.acks {
+		e := a.info.epoch
+		pending[e] = append(pending[e], a)
+		acks := pending[e]
+		if len(acks) < a.info.channels+1 { // every channel and the sink
+			continue
+		}
+		delete(pending, e)
+		if err := c.write(acks); err != nil {
+			log("checkpoint failed", "epoch", e, "err", err)
+			c.err = err
+		} else {
+			c.committed.Store(e)
+			d := time.Since(a.info.started)
+			c.mu.Lock()
+			c.completed++
+			c.durations = append(c.durations, d)
+			c.mu.Unlock()
+			log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
+		}
+		c.last = time.Now()
+		c.inFlight.Store(false)
+	}
+}
+
+func (c *checkpointer) write(acks []ckptAck) error {
+	info := acks[0].info
+	w, err := c.cfg.Store.Begin(info.epoch)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, a := range acks {
+		if a.err != nil {
+			w.Abort()
+			return a.err
+		}
+		for name, data := range a.files {
+			if err := w.WriteFile(name, data); err != nil {
+				w.Abort()
+				return err
+			}
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	ops := make([]string, len(c.ops))
+	for i, d := range c.ops {
+		ops[i] = d.Name
+	}
+	return w.Commit(snapshot.Metadata{
+		Sources:   map[string]int64{"source": info.position},
+		Operators: ops, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
+		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime)},
+	})
+}
+
+// stateFile names operator i's state file from channel c.
+func stateFile(i, c int) string { return fmt.Sprintf("op%03d-ch%04d", i, c) }
+
+// restoreChannel loads, into channel c's instances, the key groups c owns
+// under table from every state file of the checkpoint.
+func restoreChannel(ck *snapshot.Checkpoint, insts []instance, table *kvstate.Table, c int) error {
+	owns := func(g int) bool { return table == nil || table.Owner(g) == c }
+	for i, in := range insts {
+		sn, ok := in.op.(Snapshotter)
+		if !ok {
+			continue
+		}
+		prefix := fmt.Sprintf("op%03d-", i)
+		for _, f := range ck.Meta.Files {
+			if !strings.HasPrefix(f.Name, prefix) {
+				continue
+			}
+			data, err := ck.ReadFile(f.Name)
+			if err != nil {
+				return err
+			}
+			if err := sn.RestoreGroups(data, owns); err != nil {
+				return fmt.Errorf("restore %s: %w", in.def.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// snapshotChannel copies channel c's state at a barrier.
+func snapshotChannel(info *barrierInfo, insts []instance, c int) ckptAck {
+	a := ckptAck{info: info, channel: c, files: map[string][]byte{}}
+	var groups []int
+	if info.table != nil {
+		groups = info.table.Owned(c)
+	}
+	for i, in := range insts {
+		sn, ok := in.op.(Snapshotter)
+		if !ok {
+			continue
+		}
+		data, err := sn.SnapshotGroups(nil, groups)
+		if err != nil {
+			a.err = fmt.Errorf("snapshot %s: %w", in.def.Name, err)
+			return a
+		}
+		a.files[stateFile(i, c)] = data
+	}
+	return a
+}
+
+func (c *checkpointer) pause(d time.Duration) {
+	c.mu.Lock()
+	c.pauses = append(c.pauses, d)
+	c.mu.Unlock()
+}
+
+// sinkCheckpoint runs on the sink's goroutine for every batch: it commits
+// epochs the coordinator completed, and at a barrier tells the sink and
+// acknowledges.
+func (r *run) sinkCheckpoint(b *Batch) error {
+	es, _ := r.job.Sink.(EpochSink)
+	if c := r.ck.committed.Load(); c > r.sinkEpoch && es != nil {
+		if err := es.Commit(c); err != nil {
+			return err
+		}
+		r.sinkEpoch = c
+	}
+	if b.Kind != Barrier || b.ckpt == nil {
+		return nil
+	}
+	var err error
+	if es != nil {
+		err = es.Barrier(b.ckpt.epoch)
+	}
+	r.ck.acks <- ckptAck{info: b.ckpt, channel: -1, err: err}
+	return err
+}
+
+// percentile of durations (p in [0, 100]).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(p/100*float64(len(s))))]
+}

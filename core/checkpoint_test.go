@@ -1,0 +1,143 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"streamd/core"
+	"streamd/snapshot"
+)
+
+// epochMem is an exactly-once sink in memory: output per epoch, committed
+// epochs survive a "crash" (the job failing), the rest is dropped on
+// restore. Its parts play the files of a file sink.
+type epochMem struct {
+	parts     map[uint64][]string // epoch → lines
+	committed uint64
+	cur       uint64
+	schema    *core.Schema
+	closed    bool
+}
+
+func (m *epochMem) Open(s *core.Schema) error { return m.OpenEpochs(s, 0) }
+func (m *epochMem) OpenEpochs(s *core.Schema, restored uint64) error {
+	m.schema = s
+	if m.parts == nil {
+		m.parts = map[uint64][]string{}
+	}
+	for e := range m.parts {
+		if e > restored {
+			delete(m.parts, e)
+		}
+	}
+	m.cur = restored + 1
+	return nil
+}
+func (m *epochMem) Write(b *core.Batch) error {
+	for i := 0; i < b.Len; i++ {
+		var buf []byte
+		for j, f := range m.schema.Fields {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			buf = core.AppendText(buf, f.Type, b.Row(i)[j])
+		}
+		m.parts[m.cur] = append(m.parts[m.cur], string(buf))
+	}
+	return nil
+}
+func (m *epochMem) Barrier(epoch uint64) error { m.cur = epoch + 1; return nil }
+func (m *epochMem) Commit(epoch uint64) error  { m.committed = epoch; return nil }
+func (m *epochMem) Close() error               { m.closed = true; return nil }
+func (m *epochMem) Abort()                     {}
+func (m *epochMem) lines() []string {
+	var es []uint64
+	for e := range m.parts {
+		es = append(es, e)
+	}
+	slices.Sort(es)
+	var out []string
+	for _, e := range es {
+		out = append(out, m.parts[e]...)
+	}
+	return out
+}
+
+// crashAfter fails the source after n batches: a crash at a random moment.
+type crashAfter struct {
+	core.Source
+	n int
+}
+
+var errCrash = errors.New("crash")
+
+func (c *crashAfter) Next(ctx context.Context) (*core.Batch, error) {
+	if c.n--; c.n < 0 {
+		return nil, errCrash
+	}
+	return c.Source.Next(ctx)
+}
+
+// Kill a keyed window job at random moments, restore from the newest
+// checkpoint at another channel count, repeat: the final output equals an
+// uncrashed run's, record for record.
+func TestCrashRestoreExactlyOnce(t *testing.T) {
+	recs := genRecords(30000, 50, 8)
+	want := expected(recs)
+	for seed := uint64(1); seed <= 6; seed++ {
+		rnd := rand.New(rand.NewPCG(seed, 77))
+		dir := t.TempDir()
+		store, err := snapshot.Open(dir, 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := &epochMem{}
+		var restore *snapshot.Checkpoint
+		crashes, restores := 0, 0
+		for attempt := 0; ; attempt++ {
+			channels := 1 + rnd.IntN(4)
+			job, err := windowJob(recs, channels, sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			job.RingSize = 4
+			job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(5), Restore: restore}
+			if attempt < 4 {
+				job.Source = &crashAfter{Source: job.Source, n: 5 + rnd.IntN(40)}
+			}
+			_, err = core.Run(context.Background(), job)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("seed %d attempt %d: %v", seed, attempt, err)
+			}
+			crashes++
+			c, _, lerr := store.Latest()
+			switch {
+			case errors.Is(lerr, snapshot.ErrNoCheckpoint):
+				restore = nil
+			case lerr != nil:
+				t.Fatal(lerr)
+			default:
+				restore = c
+				restores++
+			}
+			if restore == nil {
+				sink.parts = nil // nothing committed: start over
+			}
+		}
+		if got := sink.lines(); !slices.Equal(got, want) {
+			t.Fatalf("seed %d after %d crashes: %d lines vs %d: %s", seed, crashes, len(got), len(want), diffAt(got, want))
+		}
+		if !sink.closed {
+			t.Fatal("sink not closed after the successful run")
+		}
+		if crashes != 4 || restores == 0 {
+			t.Fatalf("seed %d: %d crashes, %d restores from a checkpoint", seed, crashes, restores)
+		}
+	}
+}
