@@ -225,8 +225,8 @@ func TestFlights(t *testing.T) {
 
 func TestElastic(t *testing.T) {
 	res := run(t, "elastic", Options{Duration: 600 * time.Millisecond, Rate: 100_000})
-	if !res.Interrupted || res.RecordsIn == 0 {
-		t.Fatalf("interrupted %v, %d records", res.Interrupted, res.RecordsIn)
+	if !res.Interrupted || res.RecordsIn == 0 || res.RecordsOut == 0 || res.Latency.Count != res.RecordsOut {
+		t.Fatalf("interrupted %v, %d records in, %d out, %d latencies", res.Interrupted, res.RecordsIn, res.RecordsOut, res.Latency.Count)
 	}
 }
 

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"io"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -71,6 +72,7 @@ func (r *Result) PlotThroughput(w io.Writer) error {
 	}
 	p.Add(l, plotter.NewGrid())
 	p.Y.Min = 0
+	p.Y.Tick.Marker = siTicks{}
 	return savePNG(p, w)
 }
 
@@ -81,4 +83,17 @@ func savePNG(p *plot.Plot, w io.Writer) error {
 	}
 	_, err = wt.WriteTo(w)
 	return err
+}
+
+// siTicks are the default ticks labelled with k/M/G suffixes.
+type siTicks struct{}
+
+func (siTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strings.ReplaceAll(si(ts[i].Value), " ", "")
+		}
+	}
+	return ts
 }

@@ -31,7 +31,7 @@ func init() {
 	})
 	Register(Workload{
 		Name:        "elastic",
-		Description: "examples/elastic/job.yaml with a short step schedule (rate R, 4R from duration/3, R from 2·duration/3; R = --rate or 500,000) → discard",
+		Description: "examples/elastic/job.yaml with a short step schedule (rate R, 4R from duration/3, R from 2·duration/3; R = --rate or 500,000; windows fire 10×/s at R) → discard",
 		Build:       buildElastic,
 	})
 }
@@ -209,10 +209,13 @@ func buildElastic(opt Options) (*core.Job, error) {
 		seed = 11
 	}
 	// The file's own schedule (steps at 10 s and 25 s) is too long for a
-	// benchmark run: the same generator, with steps at thirds of the run.
+	// benchmark run: the same generator, with steps at thirds of the run,
+	// and an event-time step such that the 1-minute windows fire ten
+	// times a second at the base rate (the file's 1 µs would fire none in
+	// a short run, and latency needs output).
 	job.Source.Close()
 	job.Source, err = source.Generator(source.GeneratorOptions{
-		Seed: seed, Count: opt.Count, Keys: 100_000, Step: int64(time.Microsecond),
+		Seed: seed, Count: opt.Count, Keys: 100_000, Step: int64(time.Minute) / int64(max(low/10, 1)),
 		Start:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
 		RateSteps: []source.RateStep{{At: 0, Rate: low}, {At: d / 3, Rate: 4 * low}, {At: 2 * d / 3, Rate: low}},
 	})
