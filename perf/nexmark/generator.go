@@ -166,7 +166,7 @@ func (g *Generator) Next(ctx context.Context) (*core.Batch, error) {
 	}
 	b := core.NewBatch(Schema)
 	for range k {
-		g.fill(b.Append(0, 0, 0, g.n+1), g.n)
+		g.fill(b.Append(0, 0, 0, g.n+1), g.n) // Append's fields are zero
 		g.n++
 	}
 	b.Stamp = stamp
@@ -193,17 +193,20 @@ func (g *Generator) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Event writes event n's fields into row (Schema.Width() values, zeroed
-// by the caller or overwritten here: every field is written).
-func (g *Generator) Event(row []core.Value, n int64) { g.fill(row, n) }
+// Event writes event n's fields into row (Schema.Width() values; every
+// field is written, unused ones zeroed).
+func (g *Generator) Event(row []core.Value, n int64) {
+	clear(row)
+	g.fill(row, n)
+}
 
+// fill writes event n's used fields into row, whose fields are zero.
 func (g *Generator) fill(row []core.Value, n int64) {
 	_ = row[width-1]
 	c := &g.cfg
 	r := rng{s: c.Seed*0xd1342543de82ef95 ^ uint64(n)*0x9e3779b97f4a7c15}
 	r.next()
 	t := c.BaseTime + n*c.InterEventDelay
-	clear(row)
 	row[FDateTime] = core.TimeValue(t)
 	switch rem := n % g.total; {
 	case rem < c.PersonProportion:
