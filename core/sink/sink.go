@@ -63,7 +63,8 @@ type textSink struct {
 	out    io.Writer
 	buf    []byte
 	state  state
-	err    error // the first write error; every later call returns it
+	err    error       // the first write error; every later call returns it
+	epochs *epochState // exactly-once mode (epochs.go), nil otherwise
 }
 
 var errNotOpen = errors.New("sink is not open")
@@ -148,6 +149,16 @@ func (s *textSink) Close() error {
 	}
 	s.state = done
 	err := s.err
+	if s.epochs != nil {
+		if err == nil {
+			err = s.finishEpochs()
+		}
+		s.buf = nil
+		if err != nil {
+			return s.fail(err)
+		}
+		return nil
+	}
 	if err == nil {
 		err = s.flush()
 	}
@@ -171,6 +182,11 @@ func (s *textSink) Abort() {
 	s.state = done
 	if s.file != nil {
 		s.file.abort()
+	}
+	if s.epochs != nil && s.epochs.part != nil {
+		// Keep the parts for a restore; the current one is incomplete and
+		// a restore deletes it.
+		s.epochs.part.Close()
 	}
 	s.buf = nil
 }
