@@ -35,16 +35,16 @@ STREAMD_DATA="$data" STREAMD_OUT="$work" "$work/streamd" run "$root/scripts/jobs
 csv="$work/flights.csv"
 n_in=$(($(wc -l <"$csv") - 1))
 
-now() { date +%s.%N; }
-# run NAME CMD...: runs CMD, which must print "records_in=N records_out=M"
-# on its standard output; prints "seconds in out" (wall time of the whole
-# process, start to exit).
+# run CMD...: runs CMD, which must print "records_in=N records_out=M" on its
+# standard output; prints "wall cpu in out": wall time of the whole process,
+# start to exit, and its CPU time (user + system).
 run() {
-  local s e line
-  s=$(now); line=$("$@"); e=$(now)
-  awk -v e="$e" -v s="$s" -v l="$line" 'BEGIN {
-    n = split(l, f, /[ =]/); for (i = 1; i < n; i++) v[f[i]] = f[i+1]
-    printf "%.3f %d %d\n", e - s, v["records_in"], v["records_out"] }'
+  local t
+  t=$( { TIMEFORMAT='%R %U %S'; time "$@" >"$work/line" 2>"$work/err"; } 2>&1 ) || {
+    cat "$work/err" >&2; exit 1; }
+  awk -v t="$t" -v l="$(cat "$work/line")" 'BEGIN {
+    split(t, x, " "); n = split(l, f, /[ =]/); for (i = 1; i < n; i++) v[f[i]] = f[i+1]
+    printf "%.3f %.3f %d %d\n", x[1], x[2] + x[3], v["records_in"], v["records_out"] }'
 }
 streamd_run() { # the streamd report (stderr) gives the counts
   "$work/streamd" run "$root/perf/peers/streamd-job.yaml" >/dev/null 2>"$work/streamd.log"
@@ -56,38 +56,40 @@ benthos_run() {
 gochan_run() { "$work/gochan-peers" -csv "$csv" -buf "${CHANNEL_BUF:-1024}"; }
 
 # best K NAME CMD...: best (lowest wall time) of K runs; sets best_s, and
-# checks the counts against the first engine's.
+# best_c (lowest CPU time, not necessarily the same run), and checks the counts against the first engine's.
 want_out=""
 best() {
-  local k="$1" name="$2" i r s in out
+  local k="$1" name="$2" i r s c in out
   shift 2
-  best_s=""
+  best_s=""; best_c=""
   for i in $(seq "$k"); do
-    r=$(run "$@"); read -r s in out <<<"$r"
-    echo "  $name run $i: $s s, in $in, out $out" >&2
+    r=$(run "$@"); read -r s c in out <<<"$r"
+    echo "  $name run $i: $s s wall, $c s CPU, in $in, out $out" >&2
     if [ "$in" != "$n_in" ]; then echo "$name: $in records in, want $n_in" >&2; exit 1; fi
     if [ -z "$want_out" ]; then want_out="$out"; fi
     if [ "$out" != "$want_out" ]; then echo "$name: $out records out, want $want_out" >&2; exit 1; fi
     if [ -z "$best_s" ] || awk -v a="$s" -v b="$best_s" 'BEGIN { exit !(a < b) }'; then best_s="$s"; fi
+    if [ -z "$best_c" ] || awk -v a="$c" -v b="$best_c" 'BEGIN { exit !(a < b) }'; then best_c="$c"; fi
   done
 }
 
-best "$runs" streamd streamd_run; sd=$best_s
-best "$runs" gochan gochan_run; gc=$best_s
-best "$runs" "benthos(batch $batch)" benthos_run "$batch"; bb=$best_s
-bu=""
+best "$runs" streamd streamd_run; sd=$best_s; sdc=$best_c
+best "$runs" gochan gochan_run; gc=$best_s; gcc=$best_c
+best "$runs" "benthos(batch $batch)" benthos_run "$batch"; bb=$best_s; bbc=$best_c
+bu=""; buc=""
 if [ "$unbatched_runs" -gt 0 ]; then
-  best "$unbatched_runs" "benthos(batch 1)" benthos_run 1; bu=$best_s
+  best "$unbatched_runs" "benthos(batch 1)" benthos_run 1; bu=$best_s; buc=$best_c
 fi
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ); machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "input: $n_in flights (CSV export), out: $want_out records (delay > 15); best of $runs, wall time of the whole process"
-line() { awk -v n="$1" -v s="$2" -v r="$n_in" 'BEGIN { printf "%-22s %8.3f s %12.0f records/s\n", n, s, r / s }'; }
-line streamd "$sd"
-line "Go channels" "$gc"
-line "Benthos (batch $batch)" "$bb"
-[ -z "$bu" ] || line "Benthos (batch 1)" "$bu"
-awk -v sd="$sd" -v gc="$gc" -v bb="$bb" -v bu="$bu" -v b="$batch" 'BEGIN {
-  printf "streamd / Benthos (batch %s): %.1fx\n", b, bb / sd
-  if (bu != "") printf "streamd / Benthos (batch 1):   %.1fx\n", bu / sd
-  printf "streamd / Go channels:        %.2fx\n", gc / sd }'
+echo "input: $n_in flights (CSV export), out: $want_out records (delay > 15); best of $runs; wall = whole process, start to exit; CPU = user + system"
+line() { awk -v n="$1" -v s="$2" -v c="$3" -v r="$n_in" 'BEGIN { printf "%-22s %8.3f s wall %12.0f records/s %8.3f s CPU\n", n, s, r / s, c }'; }
+line streamd "$sd" "$sdc"
+line "Go channels" "$gc" "$gcc"
+line "Benthos (batch $batch)" "$bb" "$bbc"
+[ -z "$bu" ] || line "Benthos (batch 1)" "$bu" "$buc"
+awk -v sd="$sd" -v gc="$gc" -v bb="$bb" -v bu="$bu" -v sdc="$sdc" -v gcc="$gcc" -v bbc="$bbc" -v buc="$buc" -v b="$batch" 'BEGIN {
+  printf "ratios (records/s, wall; CPU time in brackets):\n"
+  printf "streamd / Benthos (batch %s): %5.1fx  (%5.1fx)\n", b, bb / sd, bbc / sdc
+  if (bu != "") printf "streamd / Benthos (batch 1):   %5.1fx  (%5.1fx)\n", bu / sd, buc / sdc
+  printf "streamd / Go channels:        %5.2fx  (%5.2fx)\n", gc / sd, gcc / sdc }'
