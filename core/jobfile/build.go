@@ -22,6 +22,7 @@ import (
 	"streamd/core/window"
 	"streamd/elastic"
 	"streamd/kvstate"
+	"streamd/snapshot"
 )
 
 // Options override parts of the file at build time.
@@ -32,6 +33,14 @@ type Options struct {
 	Stdout *os.File
 	// ElasticLog, if set, receives the elastic controller's timeline (CSV).
 	ElasticLog io.Writer
+	// Restore is "" (start fresh), "latest" (the newest valid checkpoint
+	// in checkpoint.dir) or a checkpoint directory.
+	Restore string
+	// Validate builds without side effects on disk (no checkpoint
+	// directory is created).
+	Validate bool
+	// Warn receives warnings (a corrupt checkpoint skipped on restore).
+	Warn func(msg string)
 }
 
 // Build opens the source, compiles every expression, loads lookup tables
@@ -117,6 +126,9 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 		return nil, err
 	}
 	if job.Sink, err = f.buildSink(opt); err != nil {
+		return nil, err
+	}
+	if job.Checkpoint, err = f.buildCheckpoint(opt); err != nil {
 		return nil, err
 	}
 	if s.DeadLetterPath != "" {
@@ -742,6 +754,93 @@ func (m mkdirSink) Open(s *core.Schema) error {
 		return fmt.Errorf("%s: %w", m.what, err)
 	}
 	return m.Sink.Open(s)
+}
+
+// OpenEpochs, Barrier and Commit pass core.EpochSink through the wrapper.
+func (m mkdirSink) OpenEpochs(s *core.Schema, restored uint64) error {
+	es, ok := m.Sink.(core.EpochSink)
+	if !ok {
+		return m.Open(s)
+	}
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", m.what, err)
+	}
+	return es.OpenEpochs(s, restored)
+}
+
+func (m mkdirSink) Barrier(epoch uint64) error {
+	if es, ok := m.Sink.(core.EpochSink); ok {
+		return es.Barrier(epoch)
+	}
+	return nil
+}
+
+func (m mkdirSink) Commit(epoch uint64) error {
+	if es, ok := m.Sink.(core.EpochSink); ok {
+		return es.Commit(epoch)
+	}
+	return nil
+}
+
+// buildCheckpoint opens the checkpoint store and, with Options.Restore,
+// the checkpoint to resume from.
+func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
+	c := f.Spec.Checkpoint
+	if c == nil {
+		if opt.Restore != "" {
+			return nil, f.errAt("", "--restore needs a checkpoint: section in the job file")
+		}
+		return nil, nil
+	}
+	if c.Dir == "" {
+		return nil, f.errAt("checkpoint", "missing dir")
+	}
+	interval, err := f.duration("checkpoint.interval", c.Interval, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if interval <= 0 {
+		return nil, f.errAt("checkpoint.interval", "interval must be positive")
+	}
+	if c.Retain < 0 {
+		return nil, f.errAt("checkpoint.retain", "retain must be at least 1")
+	}
+	retain := c.Retain
+	if retain == 0 {
+		retain = 3
+	}
+	if f.Spec.Source.Stdin != nil {
+		return nil, f.errAt("checkpoint", "a stdin source cannot be replayed after a restore; checkpoints need a file or generator source")
+	}
+	cp := &core.Checkpointing{Interval: interval}
+	if opt.Validate {
+		return cp, nil
+	}
+	dir := f.path(c.Dir)
+	if cp.Store, err = snapshot.Open(dir, retain, nil); err != nil {
+		return nil, f.errAt("checkpoint.dir", "%v", err)
+	}
+	switch opt.Restore {
+	case "":
+	case "latest":
+		ck, skipped, err := cp.Store.Latest()
+		for _, s := range skipped {
+			if opt.Warn != nil {
+				opt.Warn(fmt.Sprintf("skipping checkpoint: %v", s))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		cp.Restore = ck
+	default:
+		ck, err := snapshot.Load(opt.Restore, nil)
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		cp.Restore = ck
+	}
+	return cp, nil
 }
 
 // buildElastic configures live channel changes: a controller policy, or a

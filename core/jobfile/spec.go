@@ -4,16 +4,24 @@ import "github.com/goccy/go-yaml"
 
 // Spec is the decoded job.yaml. Field tags are the keys of the file.
 type Spec struct {
-	Name           string         `yaml:"name"`
-	OnError        string         `yaml:"on_error"`
-	DeadLetterPath string         `yaml:"dead_letter_path"`
-	Source         SourceSpec     `yaml:"source"`
-	EventTime      *EventTimeSpec `yaml:"event_time"`
-	Pipeline       []OpSpec       `yaml:"pipeline"`
-	Region         *RegionSpec    `yaml:"region"`
-	Post           []OpSpec       `yaml:"post"`
-	Sink           SinkSpec       `yaml:"sink"`
-	Runtime        RuntimeSpec    `yaml:"runtime"`
+	Name           string          `yaml:"name"`
+	OnError        string          `yaml:"on_error"`
+	DeadLetterPath string          `yaml:"dead_letter_path"`
+	Source         SourceSpec      `yaml:"source"`
+	EventTime      *EventTimeSpec  `yaml:"event_time"`
+	Pipeline       []OpSpec        `yaml:"pipeline"`
+	Region         *RegionSpec     `yaml:"region"`
+	Post           []OpSpec        `yaml:"post"`
+	Sink           SinkSpec        `yaml:"sink"`
+	Runtime        RuntimeSpec     `yaml:"runtime"`
+	Checkpoint     *CheckpointSpec `yaml:"checkpoint"`
+}
+
+// CheckpointSpec configures asynchronous barrier snapshots.
+type CheckpointSpec struct {
+	Dir      string `yaml:"dir"`
+	Interval string `yaml:"interval"`
+	Retain   int    `yaml:"retain"`
 }
 
 // SourceSpec holds exactly one source.
