@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"streamd/perf"
+	_ "streamd/perf/nexmark" // registers the Nexmark workloads
 )
 
 type benchFlags struct {
