@@ -230,10 +230,10 @@ func (g *Generator) fill(row []core.Value, n int64) {
 		row[FSeller] = core.IntValue(seller + FirstPersonID)
 		row[FCategory] = core.IntValue(FirstCategoryID + int64(r.intn(NumCategories)))
 		x := r.next()
-		initial := prices[x&4095]
+		initial := price(x)
 		row[FInitialBid] = core.IntValue(initial)
-		row[FReserve] = core.IntValue(initial + prices[(x>>12)&4095])
-		row[FItemName] = core.StringValue(itemNames[(x>>24)&(tableSize-1)])
+		row[FReserve] = core.IntValue(initial + price(x>>28))
+		row[FItemName] = core.StringValue(itemNames[(x>>56)&(tableSize-1)])
 		row[FExpires] = core.TimeValue(t + c.AuctionLength/2 + r.int64n(c.AuctionLength))
 	default:
 		row[FKind] = core.IntValue(Bid)
@@ -251,8 +251,8 @@ func (g *Generator) fill(row []core.Value, n int64) {
 		row[FAuction] = core.IntValue(auction + FirstAuctionID)
 		row[FBidder] = core.IntValue(bidder + FirstPersonID)
 		x := r.next()
-		row[FPrice] = core.IntValue(prices[x&4095])
-		ch := (x >> 12) & (tableSize - 1)
+		row[FPrice] = core.IntValue(price(x))
+		ch := (x >> 28) & (tableSize - 1)
 		row[FChannel] = core.StringValue(channelNames[ch])
 		row[FURL] = core.StringValue(channelURLs[ch])
 	}

@@ -25,9 +25,9 @@ var (
 	itemNames    [tableSize]string
 	channelNames [tableSize]string
 	channelURLs  [tableSize]string
-	// prices[i] is Beam's nextPrice, round(10^(6u) × 100) cents for u
-	// uniform in [0, 1), quantised to 4096 steps of u (mid-points).
-	prices [4096]int64
+	// prices[i] is Beam's nextPrice, round(10^(6u) × 100) cents, at
+	// u = i/4096; price interpolates linearly between neighbours.
+	prices [4097]int64
 )
 
 func init() {
@@ -52,9 +52,19 @@ func init() {
 		channelURLs[i] = fmt.Sprintf("https://www.nexmark.com/%s/%s/%s/item.htm?query=1&channel_id=%d", word(5), word(5), word(5), i)
 	}
 	for i := range prices {
-		u := (float64(i) + 0.5) / float64(len(prices))
+		u := float64(i) / 4096
 		prices[i] = int64(math.Round(math.Pow(10, u*6) * 100))
 	}
+}
+
+// price maps 28 random bits to a price in cents, log-uniform between
+// $1 and $1 000 000 as Beam's nextPrice (10^(6u) dollars): the top 12 bits
+// pick one of 4096 steps of u, the low 16 interpolate within it, so ties
+// are rare without a math.Pow per event.
+func price(x uint64) int64 {
+	i := (x >> 16) & 4095
+	lo, hi := prices[i], prices[i+1]
+	return lo + int64((uint64(hi-lo)*(x&0xffff))>>16)
 }
 
 // rng is splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom
