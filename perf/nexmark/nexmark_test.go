@@ -346,3 +346,46 @@ func TestGeneratorRate(t *testing.T) {
 		t.Fatal("Next ignores a done context")
 	}
 }
+
+// MaxPerWindow keeps every record tied at the maximum, in arrival order,
+// and releases a window on the next window's first record, on a watermark
+// past its end, or at the end.
+func TestMaxPerWindowTies(t *testing.T) {
+	in := core.MustSchema(core.Field{Name: "window_end", Type: core.Timestamp}, core.Field{Name: "k", Type: core.Int64},
+		core.Field{Name: "n", Type: core.Int64})
+	def, err := MaxPerWindow("m", "window_end", "n", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := def.New(core.Env{})
+	c := &collect{s: in}
+	out := core.NewEmitter(in, func(b *core.Batch) error { defer b.Release(); return c.Write(b) }, nil)
+	feed := func(rows ...[3]int64) {
+		b := core.NewBatch(in)
+		for _, r := range rows {
+			v := b.Append(1, 0, 0, 0)
+			v[0], v[1], v[2] = core.TimeValue(r[0]), core.IntValue(r[1]), core.IntValue(r[2])
+		}
+		if err := op.Process(b, out); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	feed([3]int64{10, 1, 3}, [3]int64{10, 2, 5}, [3]int64{10, 3, 5}, [3]int64{10, 4, 1})
+	feed([3]int64{20, 1, 2}, [3]int64{20, 2, 2})
+	if err := op.Watermark(18, 2, out); err != nil { // window 20 not complete
+		t.Fatal(err)
+	}
+	out.Flush()
+	if want := []string{ts(10) + ",2,5", ts(10) + ",3,5"}; !slices.Equal(c.lines, want) {
+		t.Fatalf("after window 20 started: %q, want %q", c.lines, want)
+	}
+	op.Watermark(19, 3, out)
+	feed([3]int64{30, 7, 9})
+	op.Finish(4, out)
+	out.Flush()
+	want := []string{ts(10) + ",2,5", ts(10) + ",3,5", ts(20) + ",1,2", ts(20) + ",2,2", ts(30) + ",7,9"}
+	if !slices.Equal(c.lines, want) {
+		t.Fatalf("got %q, want %q", c.lines, want)
+	}
+}
