@@ -17,14 +17,14 @@ func TestStatusLine(t *testing.T) {
 	cur := sample{wall: 10 * time.Second, in: 2_000_000, out: 20, blockedNs: 6e8, channels: 4, p99: 4100 * time.Microsecond, latN: 3}
 	for _, c := range []struct {
 		name string
-		s    status
+		s    *status
 		want string
 	}{
-		{"plain", status{},
+		{"plain", &status{},
 			"status elapsed=10s in=2000000 out=20 rate=200000/s channels=4 congestion=0.100 p99=4.1ms"},
-		{"plain sized", status{size: 3_000_000},
+		{"plain sized", &status{size: 3_000_000},
 			"status elapsed=10s in=2000000 out=20 rate=200000/s channels=4 congestion=0.100 p99=4.1ms progress=66.7% eta=5s"},
-		{"terminal sized", status{tty: true, size: 3_000_000},
+		{"terminal sized", &status{tty: true, size: 3_000_000},
 			"10s  200.0k rec/s  4 ch  congestion 0.10  p99 4.1ms  [#############.......]  67% ETA 5s"},
 	} {
 		if got := c.s.line(prev, cur); got != c.want {
