@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/perf"
 )
 
 // testConfig spreads 20k events over 40 s of event time (2 ms apart), so
@@ -387,5 +388,57 @@ func TestMaxPerWindowTies(t *testing.T) {
 	want := []string{ts(10) + ",2,5", ts(10) + ",3,5", ts(20) + ",1,2", ts(20) + ",2,2", ts(30) + ",7,9"}
 	if !slices.Equal(c.lines, want) {
 		t.Fatalf("got %q, want %q", c.lines, want)
+	}
+}
+
+// The keyed queries (q5: core/window; q8: NewUsers with its Migrator)
+// give the same output when the channel count changes while they run.
+func TestKeyedQueriesRescaled(t *testing.T) {
+	cfg := testConfig(11)
+	evs := events(t, cfg)
+	for _, q := range Queries {
+		if q.Name != "nexmark-q5" && q.Name != "nexmark-q8" {
+			continue
+		}
+		g, _ := NewGenerator(cfg)
+		sink := &collect{}
+		job, err := q.Build(g, 2, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.RingSize = 8
+		job.Region.MaxChannels = 4
+		job.Region.Schedule = func(batch int64) int { return 1 + int(batch*7%4) }
+		rep, err := core.Run(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rescales == 0 {
+			t.Fatalf("%s: no rescale happened", q.Name)
+		}
+		if want := brute[q.Name](evs); !slices.Equal(sink.lines, want) {
+			t.Fatalf("%s with %d rescales: %d records, want %d; %s", q.Name, rep.Rescales, len(sink.lines), len(want), firstDiff(sink.lines, want))
+		}
+	}
+}
+
+// Every query is registered as a perf workload whose job runs.
+func TestWorkloadsRegistered(t *testing.T) {
+	for _, q := range Queries {
+		w, err := perf.Lookup(q.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := w.Build(perf.Options{Count: 5000, Seed: 3, Channels: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := core.Run(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%s: %v", q.Name, err)
+		}
+		if rep.RecordsIn != 5000 {
+			t.Fatalf("%s: %d records in, want 5000", q.Name, rep.RecordsIn)
+		}
 	}
 }
