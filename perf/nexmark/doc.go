@@ -9,6 +9,42 @@
 // whether it is a person, an auction or a bid; the fields of the other two
 // kinds are zero ("" for strings). Queries filter on Kind first.
 //
+// The queries (event time = date_time, watermark = largest date_time - 1
+// since event time never goes back; sink: Discard):
+//
+//	q0  passthrough: every event, all fields.
+//	q1  currency conversion: bids only (filter kind == 2), then the map
+//	    auction, bidder, price = price * 0.908 (float64, as Flink's
+//	    Nexmark; Beam uses price*89/100 in integers), date_time.
+//	q2  selection: filter kind == 2 && auction % 123 == 0 (Beam's modulus),
+//	    project auction, price.
+//	q5  hot items: bids → project auction → region keyed by auction:
+//	    window count of bids per auction, sliding windows of 10 s every
+//	    2 s → after the merger MaxPerWindow: per window, the auction(s)
+//	    with the most bids (window_start, window_end, auction, bids), by
+//	    window end, then auction.
+//	q7  highest bid: bids → project auction, bidder, price, date_time →
+//	    round-robin region of TopBids (per channel, the bids at the
+//	    channel's maximum price per tumbling 10 s window) → MaxPerWindow
+//	    on price: the bid(s) at the window's maximum, by window end, then
+//	    date_time, auction, bidder.
+//	q8  monitor new users: persons and auctions → Sellers (person id or
+//	    seller) → region keyed by person: NewUsers, per tumbling 10 s window
+//	    the persons who registered in it and opened an auction in it
+//	    (window_start, window_end, id, name), by window end, then id.
+//
+// Deviations from Beam/Flink: one wide schema instead of three streams;
+// events strictly in event-time order (no out-of-order delay groups); no
+// description or extra padding fields, so records are smaller than
+// Nexmark's average sizes; prices are interpolated in a 4096-step table of
+// Beam's log-uniform 10^(6u) dollars; strings come from fixed tables
+// (1024 names, e-mails, cards, item names, channels and URLs), not random
+// per event; expires = date_time + uniform[0.5, 1.5) × AuctionLength
+// instead of Beam's rate-derived auction length; the PRNG is splitmix64
+// seeded with (Seed, event number), so streams differ from Beam's
+// java.util.Random ones. q7's TopBids keeps per-instance state, so q7 does
+// not support live rescaling (q5 and q8 do).
+//
 // Invariants:
 //
 //   - The events depend only on Config (seed, proportions, delays), never on
