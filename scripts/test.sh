@@ -8,7 +8,7 @@
 # absolute path) and sqlite3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-e2e='TestFlightsJobMatchesSQLite|TestRescaledJobsMatchStatic'
+e2e='TestFlightsJobMatchesSQLite|TestRescaledJobsMatchStatic|TestKillRestoreExactlyOnce'
 go vet ./...
 go test -race -count=1 -timeout 10m -skip "$e2e" ./...
 go test -count=1 -timeout 10m -run "$e2e" ./cmd/streamd

@@ -103,6 +103,15 @@ func Open(dir string, retain int, fsys FS) (*Store, error) {
 	return s, nil
 }
 
+// View returns a Store over an existing directory for reading only (List,
+// Latest): nothing is created or cleaned up.
+func View(dir string, fsys FS) *Store {
+	if fsys == nil {
+		fsys = OS{}
+	}
+	return &Store{dir: dir, fs: fsys, retain: 1}
+}
+
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
 

@@ -59,5 +59,6 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newCheckpointsCmd())
 	return root
 }

@@ -18,6 +18,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/snapshot"
 )
 
 type runFlags struct {
@@ -26,6 +27,7 @@ type runFlags struct {
 	cpuProfile string
 	memProfile string
 	elasticLog string
+	restore    string
 
 	mutexProfile   string
 	pprofAddr      string
@@ -51,6 +53,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&fl.pprofAddr, "pprof-addr", "", "serve net/http/pprof under /debug/pprof/ on host:port while the job runs")
 	cmd.Flags().StringVar(&fl.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on host:port while the job runs")
 	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal")
+	cmd.Flags().StringVar(&fl.restore, "restore", "", "resume from a checkpoint: latest (the newest valid one in checkpoint.dir) or a checkpoint directory")
 	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file")
 	return cmd
 }
@@ -63,7 +66,8 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	if err != nil {
 		return usageErr(err)
 	}
-	opts := jobfile.Options{Channels: fl.channels}
+	opts := jobfile.Options{Channels: fl.channels, Restore: fl.restore,
+		Warn: func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }}
 	if fl.elasticLog != "" {
 		lf, err := os.Create(fl.elasticLog)
 		if err != nil {
@@ -73,6 +77,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		opts.ElasticLog = lf
 	}
 	job, err := f.Build(opts)
+	if errors.Is(err, snapshot.ErrNoCheckpoint) || errors.Is(err, snapshot.ErrCorrupt) {
+		return jobErr(err) // the job file is fine; its checkpoints are not
+	}
 	if err != nil {
 		return usageErr(err)
 	}
@@ -166,6 +173,10 @@ func printReport(w io.Writer, r *core.Report, err error) {
 	}
 	if r.Rescales > 0 {
 		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s\n", r.Rescales, r.PauseP50, r.PauseP99, r.PauseMax)
+	}
+	if r.Checkpoints > 0 {
+		fmt.Fprintf(w, "checkpoints: %d, duration p50 %s, p99 %s, snapshot pause p99 %s\n", r.Checkpoints,
+			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
 }
