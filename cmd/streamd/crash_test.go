@@ -101,7 +101,7 @@ sink:
 `
 	for _, c := range []struct {
 		name, text, out string
-		schedules      int
+		schedules       int
 	}{{"flights", flights, "out/flights-hourly.csv", 10}, {"gen1m", gen, "out/out.csv", 10}} {
 		dir := t.TempDir()
 		job := filepath.Join(dir, "job.yaml")
