@@ -104,6 +104,10 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			job.RingSize = 4
+			if seed%2 == 1 { // crash during live channel changes too
+				job.Region.MaxChannels = 6
+				job.Region.Schedule = randomSchedule(seed+uint64(attempt), 6)
+			}
 			job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(5), Restore: restore}
 			if attempt < 4 {
 				job.Source = &crashAfter{Source: job.Source, n: 5 + rnd.IntN(40)}
