@@ -1,7 +1,9 @@
 // Command streamd runs stream-processing jobs described in YAML.
 //
-//	streamd run job.yaml [--channels N] [--quiet]
+//	streamd run job.yaml [--channels N] [--quiet] [--restore latest|DIR] [flags]
 //	streamd validate job.yaml
+//	streamd bench WORKLOAD [flags]
+//	streamd checkpoints list DIR | inspect CHECKPOINT
 //
 // Exit codes: 0 success, 1 job failure (including Ctrl-C), 2 usage or
 // configuration error.
