@@ -1,17 +1,18 @@
 package main
 
 import (
-	"bufio"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"runtime/metrics"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +53,10 @@ func listenMetrics(addr string, job *core.Job, size int64, lat *latency) (*metri
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	m := &metricsServer{ln: ln, job: job, size: size, lat: lat}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", m.serveMetrics)
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", m.serveReady)
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -88,16 +91,18 @@ func (m *metricsServer) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
-func (m *metricsServer) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	bw := bufio.NewWriter(w)
-	e := &expo{w: bw}
+// Collect implements prometheus.Collector: the job's figures are read from
+// its live view at scrape time (nothing on the data path).
+func (m *metricsServer) Collect(ch chan<- prometheus.Metric) {
+	e := &expo{ch: ch}
 	if lp := m.live.Load(); lp != nil {
 		m.writeJob(e, *lp)
 	}
-	writeGoRuntime(e)
-	bw.Flush()
 }
+
+// Describe implements prometheus.Collector as an unchecked collector: the
+// label sets (operators, channels) are only known once the job runs.
+func (m *metricsServer) Describe(chan<- *prometheus.Desc) {}
 
 func (m *metricsServer) writeJob(e *expo, l liveView) {
 	r := l.Snapshot()
@@ -203,63 +208,35 @@ func (m *metricsServer) congestionSince(wall time.Duration, blocked int64) float
 }
 
 // goRuntimeMetrics maps runtime/metrics names to exposed names.
-var goRuntimeMetrics = []struct{ src, name, typ, help string }{
-	{"/sched/goroutines:goroutines", "go_goroutines", "gauge", "Goroutines that currently exist."},
-	{"/sched/gomaxprocs:threads", "go_gomaxprocs", "gauge", "GOMAXPROCS."},
-	{"/memory/classes/heap/objects:bytes", "go_heap_objects_bytes", "gauge", "Memory occupied by live and not yet swept heap objects."},
-	{"/memory/classes/total:bytes", "go_memory_total_bytes", "gauge", "All memory mapped by the Go runtime."},
-	{"/gc/heap/goal:bytes", "go_gc_heap_goal_bytes", "gauge", "Heap size target for the end of the GC cycle."},
-	{"/gc/cycles/total:gc-cycles", "go_gc_cycles_total", "counter", "Completed GC cycles."},
-	{"/cpu/classes/gc/total:cpu-seconds", "go_gc_cpu_seconds_total", "counter", "Estimated CPU time spent in the GC."},
-	{"/cpu/classes/total:cpu-seconds", "go_cpu_seconds_total", "counter", "Estimated CPU time available to the Go program."},
-	{"/sync/mutex/wait/total:seconds", "go_sync_mutex_wait_seconds_total", "counter", "Time goroutines spent blocked on sync.Mutex and RWMutex."},
-}
 
-func writeGoRuntime(e *expo) {
-	ss := make([]metrics.Sample, len(goRuntimeMetrics))
-	for i, g := range goRuntimeMetrics {
-		ss[i].Name = g.src
-	}
-	metrics.Read(ss)
-	for i, g := range goRuntimeMetrics {
-		var v float64
-		switch ss[i].Value.Kind() {
-		case metrics.KindUint64:
-			v = float64(ss[i].Value.Uint64())
-		case metrics.KindFloat64:
-			v = ss[i].Value.Float64()
-		default:
-			continue // not supported by this Go version
-		}
-		e.family(g.name, g.typ, g.help)
-		e.sample(g.name, v)
-	}
+// expo turns the job's figures into client_golang constant metrics:
+// family names a metric's type and help, sample emits one value with its
+// labels (name, value pairs).
+type expo struct {
+	ch   chan<- prometheus.Metric
+	typ  map[string]prometheus.ValueType
+	help map[string]string
 }
-
-// expo writes the Prometheus text exposition format.
-type expo struct{ w io.Writer }
 
 func (e *expo) family(name, typ, help string) {
-	fmt.Fprintf(e.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-// sample writes one sample; labels are name, value pairs.
-func (e *expo) sample(name string, v float64, labels ...string) {
-	io.WriteString(e.w, name)
-	if len(labels) > 0 {
-		io.WriteString(e.w, "{")
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				io.WriteString(e.w, ",")
-			}
-			fmt.Fprintf(e.w, "%s=\"%s\"", labels[i], labelEscaper.Replace(labels[i+1]))
-		}
-		io.WriteString(e.w, "}")
+	if e.typ == nil {
+		e.typ, e.help = map[string]prometheus.ValueType{}, map[string]string{}
 	}
-	fmt.Fprintf(e.w, " %s\n", strconv.FormatFloat(v, 'g', -1, 64))
+	t := prometheus.GaugeValue
+	if typ == "counter" {
+		t = prometheus.CounterValue
+	}
+	e.typ[name], e.help[name] = t, help
 }
 
-var labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+func (e *expo) sample(name string, v float64, labels ...string) {
+	var keys, vals []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		keys, vals = append(keys, labels[i]), append(vals, labels[i+1])
+	}
+	desc := prometheus.NewDesc(name, e.help[name], keys, nil)
+	e.ch <- prometheus.MustNewConstMetric(desc, e.typ[name], v, vals...)
+}
 
 func b2f(b bool) float64 {
 	if b {

@@ -73,7 +73,13 @@ func parseExposition(t *testing.T, text string) map[string]float64 {
 			if m == nil {
 				t.Fatalf("line %d: not a sample: %q", i+1, l)
 			}
-			if !typed[m[1]] {
+			family := m[1]
+			for _, suffix := range []string{"_sum", "_count", "_bucket"} {
+				if b := strings.TrimSuffix(family, suffix); b != family && typed[b] {
+					family = b
+				}
+			}
+			if !typed[family] {
 				t.Fatalf("line %d: sample of %s before its TYPE line", i+1, m[1])
 			}
 			v, err := strconv.ParseFloat(m[3], 64)
@@ -164,7 +170,8 @@ func TestMetricsDuringJob(t *testing.T) {
 		`streamd_late_records_total`,
 		`streamd_skipped_records_total`,
 		`streamd_dead_letter_records_total`,
-		`go_gc_cycles_total`,
+		`go_gc_duration_seconds_count`,
+		`process_cpu_seconds_total`,
 	}
 	for _, k := range present {
 		if _, ok := s[k]; !ok {
