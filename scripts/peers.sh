@@ -47,7 +47,7 @@ run() {
     printf "%.3f %.3f %d %d\n", x[1], x[2] + x[3], v["records_in"], v["records_out"] }'
 }
 streamd_run() { # the streamd report (stderr) gives the counts
-  "$work/streamd" run "$root/perf/peers/streamd-job.yaml" >/dev/null 2>"$work/streamd.log"
+  PEERS_CSV="$csv" "$work/streamd" run "$root/perf/peers/streamd-job.yaml" >/dev/null 2>"$work/streamd.log"
   sed -n 's/.* \([0-9][0-9]*\) records in (.*), \([0-9][0-9]*\) out$/records_in=\1 records_out=\2/p' "$work/streamd.log"
 }
 benthos_run() {
