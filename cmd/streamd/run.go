@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"streamd/perf"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,7 +57,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&fl.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on host:port while the job runs")
 	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal")
 	cmd.Flags().StringVar(&fl.restore, "restore", "", "resume from a checkpoint: latest (the newest valid one in checkpoint.dir) or a checkpoint directory")
-	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file")
+	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file, and a PNG plot of it beside (same name, .png)")
 	return cmd
 }
 
@@ -73,7 +76,20 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		if err != nil {
 			return usageErr(fmt.Errorf("elastic log: %w", err))
 		}
-		defer lf.Close()
+		defer func() {
+			lf.Close()
+			// A plot beside the timeline: channels, throughput, congestion.
+			if in, err := os.Open(fl.elasticLog); err == nil {
+				defer in.Close()
+				png := strings.TrimSuffix(fl.elasticLog, filepath.Ext(fl.elasticLog)) + ".png"
+				if out, err := os.Create(png); err == nil {
+					if err := perf.PlotTimeline(in, out); err != nil {
+						os.Remove(png) // too short a run to plot
+					}
+					out.Close()
+				}
+			}
+		}()
 		opts.ElasticLog = lf
 	}
 	job, err := f.Build(opts)
