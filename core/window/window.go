@@ -93,7 +93,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Order: order,
 		New: func(env core.Env) (core.Operator, error) {
 			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
-				fire: map[int64][]ref{}, wm: core.NoTime, tmp: make([]acc, len(aggs))}
+				fire: kvstate.NewTimers(func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs))}
 			if env.Rescaled {
 				w.wm = env.Watermark
 			}
@@ -113,12 +113,10 @@ type windowOp struct {
 	// fire indexes keys by the window ends they will fire at: the derived
 	// data that lets a watermark find what to fire without scanning key
 	// groups.
-	fire   map[int64][]ref
+	fire   *kvstate.Timers[ref]
 	tmp    []acc
-	ends   []int64 // the keys of fire, sorted
 	wm     int64
 	free   [][]acc
-	spare  [][]ref
 	states []*keyState // emptied key states, reused so steady state allocates nothing
 }
 
@@ -254,18 +252,7 @@ func (w *windowOp) remove(g int, h uint64, st *keyState) {
 	w.states = append(w.states, st)
 }
 
-func (w *windowOp) index(end int64, r ref) {
-	refs, ok := w.fire[end]
-	if !ok {
-		if n := len(w.spare); n > 0 {
-			refs = w.spare[n-1][:0]
-			w.spare = w.spare[:n-1]
-		}
-		i, _ := slices.BinarySearch(w.ends, end)
-		w.ends = slices.Insert(w.ends, i, end)
-	}
-	w.fire[end] = append(refs, r)
-}
+func (w *windowOp) index(end int64, r ref) { w.fire.Add(end, r) }
 
 func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 	if wm <= w.wm {
@@ -282,11 +269,15 @@ func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
 
 // fireUpTo emits every window whose end-1 ≤ wm, by window end, then key.
 func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
-	for len(w.ends) > 0 && w.ends[0]-1 <= wm {
-		end := w.ends[0]
-		w.ends = w.ends[1:]
-		refs := w.fire[end]
-		delete(w.fire, end)
+	upTo := wm + 1 // a window fires when wm ≥ end-1
+	if wm == core.MaxWatermark {
+		upTo = wm
+	}
+	for {
+		end, refs, ok := w.fire.Next(upTo)
+		if !ok {
+			return nil
+		}
 		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.st.key, &b.st.key) })
 		for _, r := range refs {
 			st := r.st
@@ -322,12 +313,11 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				w.remove(int(r.g), r.h, st)
 			}
 		}
-		w.spare = append(w.spare, refs)
+		w.fire.Recycle(refs)
 		if err := out.Err(); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 func floorDiv(a, b int64) int64 {
@@ -352,49 +342,11 @@ func describe(s *core.Schema, row []core.Value) string {
 	return sb.String()
 }
 
-// released is what a window instance hands over with key groups: the
-// firing-index entries of the keys in them (their state stays in the
-// shared kvstate map).
-type released map[int64][]ref
-
 // ReleaseGroups implements core.Migrator: it removes the keys of groups
-// from this instance's firing index and returns them.
-func (w *windowOp) ReleaseGroups(groups []int) any {
-	lose := make(map[int32]bool, len(groups))
-	for _, g := range groups {
-		lose[int32(g)] = true
-	}
-	out := released{}
-	keep := w.ends[:0]
-	for _, end := range w.ends {
-		refs := w.fire[end]
-		k := 0
-		for _, r := range refs {
-			if lose[r.g] {
-				out[end] = append(out[end], r)
-			} else {
-				refs[k] = r
-				k++
-			}
-		}
-		if k == 0 {
-			delete(w.fire, end)
-			w.spare = append(w.spare, refs[:0])
-			continue
-		}
-		w.fire[end] = refs[:k]
-		keep = append(keep, end)
-	}
-	w.ends = keep
-	return out
-}
+// from this instance's firing index and returns them (their state stays
+// in the shared kvstate map).
+func (w *windowOp) ReleaseGroups(groups []int) any { return w.fire.Release(groups) }
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
 // keys to this instance's firing index.
-func (w *windowOp) AdoptGroups(_ []int, h any) {
-	for end, refs := range h.(released) {
-		for _, r := range refs {
-			w.index(end, r)
-		}
-	}
-}
+func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(map[int64][]ref)) }

@@ -93,7 +93,7 @@ func NewUsers(name string, size int64, groups int) (core.OperatorDef, error) {
 		},
 		New: func(env core.Env) (core.Operator, error) {
 			u := &newUsers{name: name, size: size, groups: groups, state: state, env: env,
-				fire: map[int64][]userRef{}, wm: core.NoTime}
+				fire: kvstate.NewTimers(func(r userRef) int { return int(r.g) }), wm: core.NoTime}
 			if env.Rescaled {
 				u.wm = env.Watermark
 			}
@@ -126,9 +126,7 @@ type newUsers struct {
 	state  *kvstate.Map[int64, personState]
 	env    core.Env
 	wm     int64
-	fire   map[int64][]userRef // window end → keys with that window open
-	ends   []int64             // keys of fire, sorted
-	spare  [][]userRef
+	fire   *kvstate.Timers[userRef] // window end → keys with that window open
 	states []*personState
 }
 
@@ -176,17 +174,7 @@ func (u *newUsers) Process(in *core.Batch, out *core.Emitter) error {
 	return nil
 }
 
-func (u *newUsers) index(end int64, r userRef) {
-	refs, ok := u.fire[end]
-	if !ok {
-		if n := len(u.spare); n > 0 {
-			refs, u.spare = u.spare[n-1][:0], u.spare[:n-1]
-		}
-		i, _ := slices.BinarySearch(u.ends, end)
-		u.ends = slices.Insert(u.ends, i, end)
-	}
-	u.fire[end] = append(refs, r)
-}
+func (u *newUsers) index(end int64, r userRef) { u.fire.Add(end, r) }
 
 func (u *newUsers) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 	if wm <= u.wm {
@@ -204,11 +192,15 @@ func (u *newUsers) Finish(seq uint64, out *core.Emitter) error {
 // fireUpTo emits every window whose end-1 ≤ wm, by end, then id, and
 // drops its state.
 func (u *newUsers) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
-	for len(u.ends) > 0 && u.ends[0]-1 <= wm {
-		end := u.ends[0]
-		u.ends = u.ends[1:]
-		refs := u.fire[end]
-		delete(u.fire, end)
+	upTo := wm + 1 // a window fires when wm ≥ end-1
+	if wm == core.MaxWatermark {
+		upTo = wm
+	}
+	for {
+		end, refs, ok := u.fire.Next(upTo)
+		if !ok {
+			return nil
+		}
 		slices.SortFunc(refs, func(a, b userRef) int { return cmpInt(a.id, b.id) })
 		for _, r := range refs {
 			st := u.state.Get(int(r.g), r.id)
@@ -226,12 +218,11 @@ func (u *newUsers) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				u.states = append(u.states, st)
 			}
 		}
-		u.spare = append(u.spare, refs)
+		u.fire.Recycle(refs)
 		if err := out.Err(); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 func cmpInt(a, b int64) int {
@@ -244,46 +235,9 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// usersReleased is what an instance hands over with key groups: its firing
-// index entries for keys in them.
-type usersReleased map[int64][]userRef
-
-// ReleaseGroups implements core.Migrator.
-func (u *newUsers) ReleaseGroups(groups []int) any {
-	lose := make(map[int32]bool, len(groups))
-	for _, g := range groups {
-		lose[int32(g)] = true
-	}
-	out := usersReleased{}
-	keep := u.ends[:0]
-	for _, end := range u.ends {
-		refs := u.fire[end]
-		k := 0
-		for _, r := range refs {
-			if lose[r.g] {
-				out[end] = append(out[end], r)
-			} else {
-				refs[k] = r
-				k++
-			}
-		}
-		if k == 0 {
-			delete(u.fire, end)
-			u.spare = append(u.spare, refs[:0])
-			continue
-		}
-		u.fire[end] = refs[:k]
-		keep = append(keep, end)
-	}
-	u.ends = keep
-	return out
-}
+// ReleaseGroups implements core.Migrator: the firing-index entries of the
+// keys in groups (their state stays in the shared kvstate map).
+func (u *newUsers) ReleaseGroups(groups []int) any { return u.fire.Release(groups) }
 
 // AdoptGroups implements core.Migrator.
-func (u *newUsers) AdoptGroups(_ []int, h any) {
-	for end, refs := range h.(usersReleased) {
-		for _, r := range refs {
-			u.index(end, r)
-		}
-	}
-}
+func (u *newUsers) AdoptGroups(_ []int, h any) { u.fire.Adopt(h.(map[int64][]userRef)) }
