@@ -201,14 +201,22 @@ func restoreChannel(ck *snapshot.Checkpoint, insts []instance, table *kvstate.Ta
 	return nil
 }
 
-// snapshotChannel copies channel c's state at a barrier.
-func snapshotChannel(info *barrierInfo, insts []instance, c int) ckptAck {
+// snapshotChannel takes channel c's state at a barrier and sends the
+// acknowledgement: copy-on-write operators start their snapshot and are
+// serialised in the background (the ack goes when they are done), others
+// are serialised here, on the data path.
+func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckptAck, wg *sync.WaitGroup) {
 	a := ckptAck{info: info, channel: c, files: map[string][]byte{}}
 	var groups []int
 	if info.table != nil {
 		groups = info.table.Owned(c)
 	}
+	cow := map[string]*GroupSnapshot{}
 	for i, in := range insts {
+		if as, ok := in.op.(AsyncSnapshotter); ok {
+			cow[stateFile(i, c)] = as.BeginSnapshot(groups)
+			continue
+		}
 		sn, ok := in.op.(Snapshotter)
 		if !ok {
 			continue
@@ -216,11 +224,22 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int) ckptAck {
 		data, err := sn.SnapshotGroups(nil, groups)
 		if err != nil {
 			a.err = fmt.Errorf("snapshot %s: %w", in.def.Name, err)
-			return a
+			break
 		}
 		a.files[stateFile(i, c)] = data
 	}
-	return a
+	if len(cow) == 0 || a.err != nil {
+		acks <- a
+		return
+	}
+	wg.Add(1) // the job closes acks only after this send
+	go func() {
+		defer wg.Done()
+		for name, gs := range cow {
+			a.files[name] = gs.Bytes()
+		}
+		acks <- a
+	}()
 }
 
 func (c *checkpointer) pause(d time.Duration) {

@@ -570,9 +570,8 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 		}
 		if kind == Barrier && r.ck != nil {
 			t0 := time.Now()
-			ack := snapshotChannel(b.ckpt, insts, c)
+			snapshotChannel(b.ckpt, insts, c, r.ck.acks, &r.wg)
 			r.ck.pause(time.Since(t0))
-			r.ck.acks <- ack
 		}
 		t0 := time.Now()
 		err = chain.Push(b)

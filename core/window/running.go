@@ -45,6 +45,7 @@ type runningOp struct {
 	aggs  []bound
 	state *kvstate.Map[uint64, running]
 	env   core.Env
+	snap  *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
 }
 
 func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
@@ -53,6 +54,13 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 		row := in.Row(i)
 		h := in.Hash[i]
 		g := kvstate.KeyGroup(h, r.spec.Groups)
+		if r.snap != nil {
+			if r.snap.Finished() {
+				r.snap = nil
+			} else {
+				r.snap.Touch(g)
+			}
+		}
 		k := r.key.of(row)
 		st := r.state.Get(g, h)
 		for st != nil && st.key != k {
@@ -77,3 +85,16 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 	}
 	return nil
 }
+
+// ReleaseGroups implements core.Migrator: the running aggregate keeps no
+// per-instance data, but a snapshot in flight must finish the groups
+// before their new owner changes them.
+func (r *runningOp) ReleaseGroups([]int) any {
+	if r.snap != nil {
+		r.snap.TouchAll()
+	}
+	return nil
+}
+
+// AdoptGroups implements core.Migrator.
+func (r *runningOp) AdoptGroups([]int, any) {}

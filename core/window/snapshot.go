@@ -26,33 +26,57 @@ var errShort = errors.New("window snapshot: truncated")
 func (w *windowOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
 	for _, g := range groups {
-		dst = binary.AppendUvarint(dst, uint64(g))
-		n := 0
-		w.state.Range(g, func(_ uint64, st *keyState) bool {
-			for ; st != nil; st = st.next {
-				n++
-			}
-			return true
-		})
-		dst = binary.AppendUvarint(dst, uint64(n))
-		w.state.Range(g, func(h uint64, st *keyState) bool {
-			for ; st != nil; st = st.next {
-				dst = binary.LittleEndian.AppendUint64(dst, h)
-				dst = w.key.appendKey(dst, &st.key)
-				dst = binary.AppendUvarint(dst, uint64(len(st.panes)))
-				for _, p := range st.panes {
-					dst = binary.AppendVarint(dst, p.start)
-					for _, a := range p.accs {
-						dst = binary.AppendVarint(dst, a.n)
-						dst = binary.AppendVarint(dst, a.i)
-						dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
-					}
-				}
-			}
-			return true
-		})
+		dst = w.writeGroup(dst, g)
 	}
 	return dst, nil
+}
+
+// BeginSnapshot implements core.AsyncSnapshotter: copy-on-write, the
+// instance touches a group before changing it.
+func (w *windowOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
+	w.snap = core.NewGroupSnapshot(groups, w.writeGroup)
+	return w.snap
+}
+
+// touch finishes group g's part of a snapshot in flight before g changes.
+func (w *windowOp) touch(g int) {
+	if w.snap != nil {
+		if w.snap.Finished() {
+			w.snap = nil
+			return
+		}
+		w.snap.Touch(g)
+	}
+}
+
+// writeGroup appends one group: its number, key count, keys.
+func (w *windowOp) writeGroup(dst []byte, g int) []byte {
+	dst = binary.AppendUvarint(dst, uint64(g))
+	n := 0
+	w.state.Range(g, func(_ uint64, st *keyState) bool {
+		for ; st != nil; st = st.next {
+			n++
+		}
+		return true
+	})
+	dst = binary.AppendUvarint(dst, uint64(n))
+	w.state.Range(g, func(h uint64, st *keyState) bool {
+		for ; st != nil; st = st.next {
+			dst = binary.LittleEndian.AppendUint64(dst, h)
+			dst = w.key.appendKey(dst, &st.key)
+			dst = binary.AppendUvarint(dst, uint64(len(st.panes)))
+			for _, p := range st.panes {
+				dst = binary.AppendVarint(dst, p.start)
+				for _, a := range p.accs {
+					dst = binary.AppendVarint(dst, a.n)
+					dst = binary.AppendVarint(dst, a.i)
+					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
+				}
+			}
+		}
+		return true
+	})
+	return dst
 }
 
 // RestoreGroups implements core.Snapshotter: it adds the keys' states to
@@ -199,36 +223,47 @@ func (d *decoder) str() string {
 	return s
 }
 
-var _ core.Snapshotter = (*windowOp)(nil)
+var _ core.AsyncSnapshotter = (*windowOp)(nil)
 
 // SnapshotGroups implements core.Snapshotter for the running aggregate:
 // groups, then per group its keys (hash, key values, accumulators).
 func (r *runningOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(groups)))
 	for _, g := range groups {
-		dst = binary.AppendUvarint(dst, uint64(g))
-		n := 0
-		r.state.Range(g, func(_ uint64, st *running) bool {
-			for ; st != nil; st = st.next {
-				n++
-			}
-			return true
-		})
-		dst = binary.AppendUvarint(dst, uint64(n))
-		r.state.Range(g, func(h uint64, st *running) bool {
-			for ; st != nil; st = st.next {
-				dst = binary.LittleEndian.AppendUint64(dst, h)
-				dst = r.key.appendKey(dst, &st.key)
-				for _, a := range st.accs {
-					dst = binary.AppendVarint(dst, a.n)
-					dst = binary.AppendVarint(dst, a.i)
-					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
-				}
-			}
-			return true
-		})
+		dst = r.writeGroup(dst, g)
 	}
 	return dst, nil
+}
+
+// BeginSnapshot implements core.AsyncSnapshotter.
+func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
+	r.snap = core.NewGroupSnapshot(groups, r.writeGroup)
+	return r.snap
+}
+
+func (r *runningOp) writeGroup(dst []byte, g int) []byte {
+	dst = binary.AppendUvarint(dst, uint64(g))
+	n := 0
+	r.state.Range(g, func(_ uint64, st *running) bool {
+		for ; st != nil; st = st.next {
+			n++
+		}
+		return true
+	})
+	dst = binary.AppendUvarint(dst, uint64(n))
+	r.state.Range(g, func(h uint64, st *running) bool {
+		for ; st != nil; st = st.next {
+			dst = binary.LittleEndian.AppendUint64(dst, h)
+			dst = r.key.appendKey(dst, &st.key)
+			for _, a := range st.accs {
+				dst = binary.AppendVarint(dst, a.n)
+				dst = binary.AppendVarint(dst, a.i)
+				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
+			}
+		}
+		return true
+	})
+	return dst
 }
 
 // RestoreGroups implements core.Snapshotter for the running aggregate.
@@ -263,4 +298,4 @@ func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error 
 	return d.err
 }
 
-var _ core.Snapshotter = (*runningOp)(nil)
+var _ core.AsyncSnapshotter = (*runningOp)(nil)

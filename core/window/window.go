@@ -117,7 +117,8 @@ type windowOp struct {
 	tmp    []acc
 	wm     int64
 	free   [][]acc
-	states []*keyState // emptied key states, reused so steady state allocates nothing
+	states []*keyState         // emptied key states, reused so steady state allocates nothing
+	snap   *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
 }
 
 func (w *windowOp) newAccs() []acc {
@@ -152,6 +153,7 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		h := in.Hash[i]
 		g := kvstate.KeyGroup(h, w.spec.Groups)
+		w.touch(g)
 		k := w.key.of(row)
 		st := w.lookup(g, h, &k)
 		if st == nil {
@@ -280,6 +282,7 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 		}
 		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.st.key, &b.st.key) })
 		for _, r := range refs {
+			w.touch(int(r.g))
 			st := r.st
 			clear(w.tmp)
 			drop := 0
@@ -345,7 +348,12 @@ func describe(s *core.Schema, row []core.Value) string {
 // ReleaseGroups implements core.Migrator: it removes the keys of groups
 // from this instance's firing index and returns them (their state stays
 // in the shared kvstate map).
-func (w *windowOp) ReleaseGroups(groups []int) any { return w.fire.Release(groups) }
+func (w *windowOp) ReleaseGroups(groups []int) any {
+	if w.snap != nil {
+		w.snap.TouchAll() // the new owner will change them
+	}
+	return w.fire.Release(groups)
+}
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
 // keys to this instance's firing index.

@@ -1,0 +1,126 @@
+package core
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync/atomic"
+)
+
+// GroupSnapshot is a copy-on-write snapshot of an operator's key groups at
+// a checkpoint barrier: the data path does not stop to serialise state. A
+// background goroutine serialises the groups one by one; the owning
+// channel calls Touch(g) before it changes group g, which serialises g
+// right there if the background has not yet (or waits the few µs while the
+// background finishes g). Either way each group is written exactly as it
+// was at the barrier.
+//
+// Synchronisation: each group's slot goes pending → claimed → done by
+// compare-and-swap; only the claimer reads the group's state, and the
+// owner changes a group only after it is done, so the background never
+// reads state being written.
+type GroupSnapshot struct {
+	groups []int
+	slot   []int32 // group → index in groups, -1 if not in the snapshot
+	state  []atomic.Uint32
+	blocks [][]byte
+	write  func(dst []byte, group int) []byte
+	left   atomic.Int64
+	done   chan struct{}
+}
+
+const (
+	slotPending uint32 = iota
+	slotClaimed
+	slotDone
+)
+
+// NewGroupSnapshot starts a snapshot of groups; write appends one group's
+// state in the operator's format. The caller's goroutine owns the groups'
+// state and must call Touch before changing any of them.
+func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *GroupSnapshot {
+	s := &GroupSnapshot{groups: groups, state: make([]atomic.Uint32, len(groups)),
+		blocks: make([][]byte, len(groups)), write: write, done: make(chan struct{})}
+	top := -1
+	for _, g := range groups {
+		top = max(top, g)
+	}
+	s.slot = make([]int32, top+1)
+	for i := range s.slot {
+		s.slot[i] = -1
+	}
+	for i, g := range groups {
+		s.slot[g] = int32(i)
+	}
+	s.left.Store(int64(len(groups)))
+	if len(groups) == 0 {
+		close(s.done)
+		return s
+	}
+	go s.background()
+	return s
+}
+
+func (s *GroupSnapshot) background() {
+	for i := range s.groups {
+		s.take(i)
+	}
+}
+
+// take serialises slot i if nobody has; it returns once slot i is done.
+func (s *GroupSnapshot) take(i int) {
+	if s.state[i].CompareAndSwap(slotPending, slotClaimed) {
+		s.blocks[i] = s.write(nil, s.groups[i])
+		s.state[i].Store(slotDone)
+		if s.left.Add(-1) == 0 {
+			close(s.done)
+		}
+		return
+	}
+	for s.state[i].Load() != slotDone {
+		runtime.Gosched()
+	}
+}
+
+// Touch must be called by the owner before it changes group g's state.
+// Once g is done it costs an index and one atomic load.
+func (s *GroupSnapshot) Touch(g int) {
+	if g < len(s.slot) {
+		if i := s.slot[g]; i >= 0 && s.state[i].Load() != slotDone {
+			s.take(int(i))
+		}
+	}
+}
+
+// Finished reports whether every group has been written.
+func (s *GroupSnapshot) Finished() bool { return s.left.Load() == 0 }
+
+// TouchAll finishes every group (before handing groups to another owner).
+func (s *GroupSnapshot) TouchAll() {
+	for i := range s.groups {
+		s.take(i)
+	}
+}
+
+// Bytes waits until every group is written and returns the snapshot in the
+// SnapshotGroups format: the group count, then the groups' blocks.
+func (s *GroupSnapshot) Bytes() []byte {
+	<-s.done
+	n := 0
+	for _, b := range s.blocks {
+		n += len(b)
+	}
+	out := binary.AppendUvarint(make([]byte, 0, n+binary.MaxVarintLen64), uint64(len(s.groups)))
+	for _, b := range s.blocks {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// AsyncSnapshotter is implemented by Snapshotters that take copy-on-write
+// snapshots: BeginSnapshot returns at once and the operator calls Touch on
+// the returned snapshot before changing a group, until the next
+// BeginSnapshot.
+type AsyncSnapshotter interface {
+	Snapshotter
+	BeginSnapshot(groups []int) *GroupSnapshot
+}
