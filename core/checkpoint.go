@@ -26,6 +26,9 @@ type Checkpointing struct {
 	// source batches instead (deterministic, for tests).
 	Interval     time.Duration
 	EveryBatches int
+	// Timeout, if > 0, abandons a checkpoint not complete after that long
+	// (a slow sink, a stuck channel); the next one starts on schedule.
+	Timeout time.Duration
 	// Restore, if set, is the checkpoint the job resumes from: sources
 	// skip to their positions, key groups load into whatever channel count
 	// the job starts with, and an EpochSink drops output of later epochs.
@@ -76,8 +79,10 @@ type checkpointer struct {
 	keyGroups int
 	epoch     uint64 // last barrier injected (source stage only)
 	batches   int
-	last      time.Time
+	last      atomic.Int64 // when the last checkpoint ended, ns
 	inFlight  atomic.Bool
+	flight    atomic.Uint64 // the epoch in flight
+	flightAt  atomic.Int64  // when its barrier was injected, ns
 	committed atomic.Uint64 // newest complete checkpoint
 	acks      chan ckptAck
 	done      chan struct{}
@@ -85,12 +90,14 @@ type checkpointer struct {
 
 	mu        sync.Mutex
 	completed int64
+	timeouts  int64
 	durations []time.Duration
 	pauses    []time.Duration
 }
 
 func newCheckpointer(cfg Checkpointing, ops []OperatorDef, groups int) *checkpointer {
-	c := &checkpointer{cfg: cfg, ops: ops, keyGroups: groups, acks: make(chan ckptAck, 1024), done: make(chan struct{}), last: time.Now()}
+	c := &checkpointer{cfg: cfg, ops: ops, keyGroups: groups, acks: make(chan ckptAck, 1024), done: make(chan struct{})}
+	c.last.Store(time.Now().UnixNano())
 	if cfg.Restore != nil {
 		c.epoch = cfg.Restore.Meta.ID
 		c.committed.Store(c.epoch)
@@ -107,7 +114,19 @@ func (c *checkpointer) due() bool {
 	if c.cfg.EveryBatches > 0 {
 		return c.batches%c.cfg.EveryBatches == 0
 	}
-	return c.cfg.Interval > 0 && time.Since(c.last) >= c.cfg.Interval
+	return c.cfg.Interval > 0 && time.Now().UnixNano()-c.last.Load() >= int64(c.cfg.Interval)
+}
+
+// begin marks epoch e in flight (source stage).
+func (c *checkpointer) begin(e uint64) {
+	c.flight.Store(e)
+	c.flightAt.Store(time.Now().UnixNano())
+	c.inFlight.Store(true)
+}
+
+func (c *checkpointer) end() {
+	c.last.Store(time.Now().UnixNano())
+	c.inFlight.Store(false)
 }
 
 // run collects acknowledgements and writes checkpoints until the acks
@@ -115,28 +134,55 @@ func (c *checkpointer) due() bool {
 func (c *checkpointer) run(log func(msg string, args ...any)) {
 	defer close(c.done)
 	pending := map[uint64][]ckptAck{}
-	for a := range c.acks {
-		e := a.info.epoch
-		pending[e] = append(pending[e], a)
-		acks := pending[e]
-		if len(acks) < a.info.channels+1 { // every channel and the sink
+	abandoned := map[uint64]bool{}
+	var tick <-chan time.Time
+	if c.cfg.Timeout > 0 {
+		t := time.NewTicker(max(c.cfg.Timeout/4, time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-tick:
+			e := c.flight.Load()
+			if c.inFlight.Load() && time.Now().UnixNano()-c.flightAt.Load() > int64(c.cfg.Timeout) && !abandoned[e] {
+				abandoned[e] = true
+				delete(pending, e)
+				c.mu.Lock()
+				c.timeouts++
+				c.mu.Unlock()
+				log("checkpoint timed out", "epoch", e, "timeout", c.cfg.Timeout)
+				c.end()
+			}
 			continue
+		case a, ok := <-c.acks:
+			if !ok {
+				return
+			}
+			e := a.info.epoch
+			if abandoned[e] {
+				continue
+			}
+			pending[e] = append(pending[e], a)
+			acks := pending[e]
+			if len(acks) < a.info.channels+1 { // every channel and the sink
+				continue
+			}
+			delete(pending, e)
+			if err := c.write(acks); err != nil {
+				log("checkpoint failed", "epoch", e, "err", err)
+				c.err = err
+			} else {
+				c.committed.Store(e)
+				d := time.Since(a.info.started)
+				c.mu.Lock()
+				c.completed++
+				c.durations = append(c.durations, d)
+				c.mu.Unlock()
+				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
+			}
+			c.end()
 		}
-		delete(pending, e)
-		if err := c.write(acks); err != nil {
-			log("checkpoint failed", "epoch", e, "err", err)
-			c.err = err
-		} else {
-			c.committed.Store(e)
-			d := time.Since(a.info.started)
-			c.mu.Lock()
-			c.completed++
-			c.durations = append(c.durations, d)
-			c.mu.Unlock()
-			log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
-		}
-		c.last = time.Now()
-		c.inFlight.Store(false)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/snapshot"
@@ -142,6 +143,50 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 		}
 		if crashes != 4 || restores == 0 {
 			t.Fatalf("seed %d: %d crashes, %d restores from a checkpoint", seed, crashes, restores)
+		}
+	}
+}
+
+// slowSink holds every batch a little: checkpoints wait for the barrier to
+// reach it.
+type slowSink struct {
+	epochMem
+	delay time.Duration
+}
+
+func (s *slowSink) Write(b *core.Batch) error {
+	time.Sleep(s.delay)
+	return s.epochMem.Write(b)
+}
+
+// With a slow sink, checkpoints complete or time out cleanly, later ones
+// still succeed, and the output is unaffected.
+func TestCheckpointsWithSlowSink(t *testing.T) {
+	recs := genRecords(40000, 400, 12)
+	want := expected(recs)
+	for _, timeout := range []time.Duration{time.Millisecond, time.Second} {
+		sink := &slowSink{delay: 2 * time.Millisecond}
+		job, err := windowJob(recs, 2, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ := snapshot.Open(t.TempDir(), 2, nil)
+		job.Checkpoint = &core.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: timeout}
+		rep, err := core.Run(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.lines(); !slices.Equal(got, want) {
+			t.Fatalf("timeout %s: output differs: %s", timeout, diffAt(got, want))
+		}
+		if timeout == time.Millisecond && rep.CheckpointTimeouts == 0 {
+			t.Errorf("timeout %s: no checkpoint timed out (%d completed)", timeout, rep.Checkpoints)
+		}
+		if timeout == time.Second && (rep.Checkpoints == 0 || rep.CheckpointTimeouts != 0) {
+			t.Errorf("timeout %s: %d completed, %d timed out", timeout, rep.Checkpoints, rep.CheckpointTimeouts)
+		}
+		if _, _, err := store.Latest(); timeout == time.Second && err != nil {
+			t.Errorf("no valid checkpoint on disk: %v", err)
 		}
 	}
 }

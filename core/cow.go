@@ -118,8 +118,9 @@ func (s *GroupSnapshot) Bytes() []byte {
 
 // AsyncSnapshotter is implemented by Snapshotters that take copy-on-write
 // snapshots: BeginSnapshot returns at once and the operator calls Touch on
-// the returned snapshot before changing a group, until the next
-// BeginSnapshot.
+// the returned snapshot before changing a group; a new BeginSnapshot first
+// finishes the previous one (TouchAll), so that no background writer of an
+// older snapshot reads state the owner changes.
 type AsyncSnapshotter interface {
 	Snapshotter
 	BeginSnapshot(groups []int) *GroupSnapshot

@@ -429,8 +429,8 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 			}
 		}
 		if r.ck != nil && r.ck.due() {
-			r.ck.inFlight.Store(true)
 			r.ck.epoch++
+			r.ck.begin(r.ck.epoch)
 			m := NewMarker(Barrier)
 			m.Epoch, m.Stamp = r.ck.epoch, stamp
 			m.ckpt = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), maxTime: maxT, wm: lastWM, started: time.Now()}

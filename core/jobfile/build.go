@@ -812,7 +812,14 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 	if f.Spec.Source.Stdin != nil {
 		return nil, f.errAt("checkpoint", "a stdin source cannot be replayed after a restore; checkpoints need a file or generator source")
 	}
-	cp := &core.Checkpointing{Interval: interval}
+	timeout, err := f.duration("checkpoint.timeout", c.Timeout, 10*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
+	}
+	cp := &core.Checkpointing{Interval: interval, Timeout: timeout}
 	if opt.Validate {
 		return cp, nil
 	}

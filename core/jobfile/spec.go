@@ -22,6 +22,7 @@ type CheckpointSpec struct {
 	Dir      string `yaml:"dir"`
 	Interval string `yaml:"interval"`
 	Retain   int    `yaml:"retain"`
+	Timeout  string `yaml:"timeout"`
 }
 
 // SourceSpec holds exactly one source.

@@ -34,6 +34,9 @@ func (w *windowOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
 // BeginSnapshot implements core.AsyncSnapshotter: copy-on-write, the
 // instance touches a group before changing it.
 func (w *windowOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
+	if w.snap != nil {
+		w.snap.TouchAll() // the previous one must not read what this one's owner changes
+	}
 	w.snap = core.NewGroupSnapshot(groups, w.writeGroup)
 	return w.snap
 }
@@ -237,6 +240,9 @@ func (r *runningOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
 
 // BeginSnapshot implements core.AsyncSnapshotter.
 func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
+	if r.snap != nil {
+		r.snap.TouchAll()
+	}
 	r.snap = core.NewGroupSnapshot(groups, r.writeGroup)
 	return r.snap
 }
