@@ -131,7 +131,7 @@ func (c *checkpointer) end() {
 
 // run collects acknowledgements and writes checkpoints until the acks
 // channel is closed.
-func (c *checkpointer) run(log func(msg string, args ...any)) {
+func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 	defer close(c.done)
 	pending := map[uint64][]ckptAck{}
 	abandoned := map[uint64]bool{}
@@ -151,7 +151,7 @@ func (c *checkpointer) run(log func(msg string, args ...any)) {
 				c.mu.Lock()
 				c.timeouts++
 				c.mu.Unlock()
-				log("checkpoint timed out", "epoch", e, "timeout", c.cfg.Timeout)
+				warn("checkpoint timed out", "epoch", e, "timeout", c.cfg.Timeout)
 				c.end()
 			}
 			continue
@@ -170,7 +170,7 @@ func (c *checkpointer) run(log func(msg string, args ...any)) {
 			}
 			delete(pending, e)
 			if err := c.write(acks); err != nil {
-				log("checkpoint failed", "epoch", e, "err", err)
+				warn("checkpoint failed", "epoch", e, "err", err)
 				c.err = err
 			} else {
 				c.committed.Store(e)

@@ -185,8 +185,8 @@ func TestCheckpointsWithSlowSink(t *testing.T) {
 		if timeout == time.Second && (rep.Checkpoints == 0 || rep.CheckpointTimeouts != 0) {
 			t.Errorf("timeout %s: %d completed, %d timed out", timeout, rep.Checkpoints, rep.CheckpointTimeouts)
 		}
-		if _, _, err := store.Latest(); timeout == time.Second && err != nil {
-			t.Errorf("no valid checkpoint on disk: %v", err)
+		if n, _ := store.Count(); n != 0 {
+			t.Errorf("%d checkpoints left after the job completed; a completed job clears them", n)
 		}
 	}
 }

@@ -211,7 +211,7 @@ func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
 			c.period = time.Second
 		}
 		if c.timeline != nil {
-			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied")
+			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target")
 		}
 		return c, nil
 	}
@@ -264,8 +264,8 @@ func (c *controlled) next(r *run) int {
 		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
 		"level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
 	if c.timeline != nil {
-		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v\n", now.Sub(c.start).Seconds(), len(p.Channels),
-			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied)
+		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
+			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels)
 	}
 	if !applied {
 		return 0

@@ -351,7 +351,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		})
 	}
 	if r.ck != nil {
-		go r.ck.run(r.log.Info)
+		go r.ck.run(r.log.Info, r.log.Warn)
 	}
 	preChain := chainOf(r.pre, head)
 	r.wg.Add(1)
@@ -369,6 +369,13 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	err = r.firstErr()
 	if err == nil {
 		err = job.Sink.Close()
+		if err == nil && r.ck != nil {
+			// The output is final: the checkpoints can no longer be
+			// restored consistently (the sink's parts are gone).
+			if cerr := job.Checkpoint.Store.Clear(); cerr != nil {
+				err = fmt.Errorf("remove checkpoints: %w", cerr)
+			}
+		}
 	} else {
 		job.Sink.Abort()
 	}

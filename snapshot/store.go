@@ -229,6 +229,46 @@ func (w *Writer) Abort() {
 	}
 }
 
+// Clear deletes every checkpoint in the store (a job that completed: its
+// output is final, and its checkpoints could no longer be restored
+// consistently).
+func (s *Store) Clear() error {
+	ids, err := s.ids()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(id))); err != nil {
+			return fmt.Errorf("remove %s: %w", Name(id), err)
+		}
+	}
+	return nil
+}
+
+// DiscardAfter deletes the checkpoints newer than id (on restore from id:
+// newer ones failed verification or belong to the history being replaced,
+// and new checkpoints must come after id).
+func (s *Store) DiscardAfter(id uint64) error {
+	ids, err := s.ids()
+	if err != nil {
+		return err
+	}
+	for _, n := range ids {
+		if n > id {
+			if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(n))); err != nil {
+				return fmt.Errorf("remove %s: %w", Name(n), err)
+			}
+		}
+	}
+	return nil
+}
+
+// Count is the number of complete checkpoint directories (verified or not).
+func (s *Store) Count() (int, error) {
+	ids, err := s.ids()
+	return len(ids), err
+}
+
 // retire deletes complete checkpoints beyond the newest retain.
 func (s *Store) retire() error {
 	ids, err := s.ids()

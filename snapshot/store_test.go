@@ -229,3 +229,24 @@ func TestDiskFaults(t *testing.T) {
 		t.Fatalf("%d checkpoints after a failed one", len(list))
 	}
 }
+
+func TestDiscardAfterAndClear(t *testing.T) {
+	s, _ := Open(t.TempDir(), 5, nil)
+	for id := uint64(1); id <= 4; id++ {
+		write(t, s, id, map[string]string{"a": "x"})
+	}
+	if err := s.DiscardAfter(2); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.List()
+	if len(list) != 2 || list[0].ID != 2 {
+		t.Fatalf("after DiscardAfter(2): %+v", list)
+	}
+	write(t, s, 3, map[string]string{"a": "y"}) // epoch 3 can be written again
+	if err := s.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(); n != 0 {
+		t.Fatalf("%d checkpoints after Clear", n)
+	}
+}

@@ -292,6 +292,9 @@ func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 			return nil, err
 		}
 		o.pprof, o.pprofLn = srv, ln
+		if !fl.quiet {
+			fmt.Fprintf(stderr, "streamd: pprof on http://%s/debug/pprof/\n", ln.Addr())
+		}
 	}
 	if fl.metricsAddr != "" {
 		m, err := listenMetrics(fl.metricsAddr, job, size, lat)
@@ -300,6 +303,9 @@ func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 			return nil, err
 		}
 		o.metrics = m
+		if !fl.quiet {
+			fmt.Fprintf(stderr, "streamd: metrics on http://%s/metrics\n", m.addr())
+		}
 	}
 	if !fl.quiet {
 		interval := fl.statusInterval

@@ -829,6 +829,11 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 	}
 	switch opt.Restore {
 	case "":
+		if n, err := cp.Store.Count(); err != nil {
+			return nil, f.errAt("checkpoint.dir", "%v", err)
+		} else if n > 0 {
+			return nil, f.errAt("checkpoint.dir", "%s holds %d checkpoint(s) of an unfinished run: resume it with --restore latest, or remove the directory to start afresh", dir, n)
+		}
 	case "latest":
 		ck, skipped, err := cp.Store.Latest()
 		for _, s := range skipped {
@@ -846,6 +851,14 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 		cp.Restore = ck
+	}
+	if cp.Restore != nil {
+		if err := cp.Store.DiscardAfter(cp.Restore.Meta.ID); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
+		}
+		if opt.Warn != nil {
+			opt.Warn(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
+		}
 	}
 	return cp, nil
 }

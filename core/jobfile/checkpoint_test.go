@@ -1,0 +1,56 @@
+package jobfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/snapshot"
+)
+
+// A fresh run refuses a checkpoint directory that holds an unfinished
+// run's checkpoints; --restore latest takes the newest valid one and drops
+// the newer invalid ones, so that the resumed run can checkpoint again.
+func TestCheckpointDirectoryStates(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	os.WriteFile(job, []byte(`source:
+  generator: {count: 1000}
+sink:
+  csv: {path: out.csv}
+checkpoint: {dir: ck, interval: 1s}
+`), 0o644)
+	f, err := Load(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Build(Options{Restore: "latest"}); err == nil || !strings.Contains(err.Error(), "no checkpoint") {
+		t.Fatalf("restore from an empty directory: %v", err)
+	}
+	store, _ := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+	for id := uint64(1); id <= 2; id++ {
+		w, _ := store.Begin(id)
+		if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": int64(id) * 10}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = f.Build(Options{})
+	if err == nil || !strings.Contains(err.Error(), "unfinished run") || !strings.Contains(err.Error(), "job.yaml:5:") {
+		t.Fatalf("fresh run over old checkpoints: %v", err)
+	}
+	// Corrupt the newest: restore falls back to 1 and removes 2.
+	os.WriteFile(filepath.Join(dir, "ck", snapshot.Name(2), snapshot.MetadataFile), []byte("{"), 0o644)
+	var warnings []string
+	j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Source.Close()
+	if j.Checkpoint.Restore.Meta.ID != 1 || len(warnings) != 2 || !strings.Contains(warnings[0], "skipping checkpoint") {
+		t.Fatalf("restored %d, warnings %q", j.Checkpoint.Restore.Meta.ID, warnings)
+	}
+	if n, _ := store.Count(); n != 1 {
+		t.Fatalf("%d checkpoints after restoring from 1, want 1", n)
+	}
+}
