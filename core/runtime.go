@@ -368,13 +368,19 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 
 	err = r.firstErr()
 	if err == nil {
-		err = job.Sink.Close()
-		if err == nil && r.ck != nil {
-			// The output is final: the checkpoints can no longer be
-			// restored consistently (the sink's parts are gone).
+		if r.ck != nil {
+			// The job completed: its checkpoints go before the output is
+			// finalised (a crash in between leaves no checkpoint and no
+			// final file, and a fresh run redoes the job; the other order
+			// could leave checkpoints whose output parts are gone).
 			if cerr := job.Checkpoint.Store.Clear(); cerr != nil {
 				err = fmt.Errorf("remove checkpoints: %w", cerr)
 			}
+		}
+		if err == nil {
+			err = job.Sink.Close()
+		} else {
+			job.Sink.Abort()
 		}
 	} else {
 		job.Sink.Abort()
