@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -217,6 +218,18 @@ func (g *generator) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	if d < spinBelow {
+		// A timer this short overshoots by up to the OS timer slack
+		// (often ~1 ms): yield until due instead, as load generators do.
+		until := time.Now().Add(d)
+		for time.Now().Before(until) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			runtime.Gosched()
+		}
+		return nil
+	}
 	if g.timer == nil {
 		g.timer = time.NewTimer(d)
 	} else {
@@ -230,6 +243,10 @@ func (g *generator) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// spinBelow is the wait under which a rate-limited generator yields in a
+// loop rather than sleeping on a timer.
+const spinBelow = 200 * time.Microsecond
 
 // Close ends the generator. Safe to call more than once.
 func (g *generator) Close() error {
