@@ -86,11 +86,11 @@ type checkpointer struct {
 	committed atomic.Uint64 // newest complete checkpoint
 	acks      chan ckptAck
 	done      chan struct{}
-	err       error // a failed checkpoint; the job goes on (source stage reads after done)
 
 	mu        sync.Mutex
 	completed int64
 	timeouts  int64
+	failures  int64 // checkpoints that could not be written; the job goes on
 	durations []time.Duration
 	pauses    []time.Duration
 }
@@ -171,7 +171,9 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 			delete(pending, e)
 			if err := c.write(acks); err != nil {
 				warn("checkpoint failed", "epoch", e, "err", err)
-				c.err = err
+				c.mu.Lock()
+				c.failures++
+				c.mu.Unlock()
 			} else {
 				c.committed.Store(e)
 				d := time.Since(a.info.started)

@@ -24,6 +24,7 @@ type Report struct {
 	// and the data-path pause of a channel's snapshot copy.
 	Checkpoints                  int64
 	CheckpointTimeouts           int64
+	CheckpointFailures           int64
 	CheckpointP50, CheckpointP99 time.Duration
 	SnapshotPauseP99             time.Duration
 }
@@ -102,7 +103,7 @@ func (r *run) report(wall time.Duration) *Report {
 	rep.CurrentChannels = int(r.curChans.Load())
 	if c := r.ck; c != nil {
 		c.mu.Lock()
-		rep.Checkpoints, rep.CheckpointTimeouts = c.completed, c.timeouts
+		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
 		rep.CheckpointP50, rep.CheckpointP99 = percentile(c.durations, 50), percentile(c.durations, 99)
 		rep.SnapshotPauseP99 = percentile(c.pauses, 99)
 		c.mu.Unlock()
