@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -114,6 +115,13 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
+	// Drain: let the old channels work off their backlog before the marker,
+	// so that a channel gaining key groups does not sit waiting while
+	// their old owner works through a full ring to reach the marker. The
+	// source waits here; the channels stay busy.
+	if err := r.drain(sp.rings); err != nil {
+		return err
+	}
 	// Sync: every old channel gets the marker at seq; FIFO order means it
 	// has processed everything routed to it before.
 	for c := 0; c < from; c++ {
@@ -136,6 +144,36 @@ func (r *run) rescale(n int) error {
 	r.curChans.Store(int64(n))
 	r.rescales.Add(1)
 	return nil
+}
+
+// drainBacklog is how many batches a channel may still hold when the
+// reconfiguration marker goes out.
+const drainBacklog = 1
+
+// drain waits until every ring holds at most drainBacklog batches.
+func (r *run) drain(rings []*ring.SPSC[*Batch]) error {
+	for spins := 0; ; spins++ {
+		busy := false
+		for _, rg := range rings {
+			if rg.Canceled() {
+				return fmt.Errorf("rescale: a channel stopped")
+			}
+			if rg.Len() > drainBacklog {
+				busy = true
+			}
+		}
+		if !busy {
+			return nil
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if spins < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
 }
 
 // migrate is what channel c does at a reconfiguration marker: hand the key

@@ -4,97 +4,163 @@ import "slices"
 
 // Timers indexes references to keyed state by the event time at which they
 // fire (a window's end), for one channel: the derived data that lets a
-// watermark find what to fire without scanning key groups. References
-// carry their key group, so the entries of key groups that change owner
-// can be handed to the new owner (Release, Adopt). Not safe for concurrent
-// use; amortised, Add and Next allocate nothing (slices are recycled).
+// watermark find what to fire without scanning key groups.
+//
+// The index is kept per key group, with a min-heap of each group's
+// earliest time, so that key groups changing owner move by pointer:
+// Release and Adopt cost O(groups moved · log), independent of how much
+// state the groups hold (the pause of a live channel change must not grow
+// with state size). Not safe for concurrent use; amortised, Add and Next
+// allocate nothing per reference.
 type Timers[R any] struct {
-	byTime map[int64][]R
-	times  []int64 // the keys of byTime, ascending
-	spare  [][]R
-	group  func(R) int
+	groups  []*groupTimers[R] // by key group; nil: none here
+	heap    timeHeap          // (earliest time, group), possibly stale
+	group   func(R) int
+	scratch []R
+	spare   [][]R
 }
 
-// NewTimers returns an empty index; group gives a reference's key group.
-func NewTimers[R any](group func(R) int) *Timers[R] {
-	return &Timers[R]{byTime: map[int64][]R{}, group: group}
+type groupTimers[R any] struct {
+	byTime map[int64][]R
+	times  []int64 // keys of byTime, ascending
+}
+
+type timeEntry struct {
+	at int64
+	g  int
+}
+
+// timeHeap is a binary min-heap by time (no container/heap: its any
+// arguments would allocate on every push).
+type timeHeap []timeEntry
+
+func (h *timeHeap) push(e timeEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if s[p].at <= s[i].at {
+			break
+		}
+		s[p], s[i] = s[i], s[p]
+		i = p
+	}
+}
+
+func (h *timeHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && s[l].at < s[m].at {
+			m = l
+		}
+		if r := l + 1; r < n && s[r].at < s[m].at {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+}
+
+// NewTimers returns an empty index over groups key groups; group gives a
+// reference's key group.
+func NewTimers[R any](groups int, group func(R) int) *Timers[R] {
+	return &Timers[R]{groups: make([]*groupTimers[R], groups), group: group}
 }
 
 // Add registers r to fire at time at.
 func (t *Timers[R]) Add(at int64, r R) {
-	refs, ok := t.byTime[at]
+	g := t.group(r)
+	gt := t.groups[g]
+	if gt == nil {
+		gt = &groupTimers[R]{byTime: map[int64][]R{}}
+		t.groups[g] = gt
+	}
+	refs, ok := gt.byTime[at]
 	if !ok {
 		if n := len(t.spare); n > 0 {
 			refs, t.spare = t.spare[n-1][:0], t.spare[:n-1]
 		}
-		i, _ := slices.BinarySearch(t.times, at)
-		t.times = slices.Insert(t.times, i, at)
+		i, _ := slices.BinarySearch(gt.times, at)
+		gt.times = slices.Insert(gt.times, i, at)
+		if i == 0 {
+			t.heap.push(timeEntry{at: at, g: g})
+		}
 	}
-	t.byTime[at] = append(refs, r)
+	gt.byTime[at] = append(refs, r)
 }
 
-// Next removes and returns the earliest time ≤ upTo and its references
-// (in no defined order: callers sort what must come out ordered), or ok
-// false. The caller hands refs back with
-// Recycle when done.
+// Next removes and returns the earliest time ≤ upTo and all references
+// registered for it (in no defined order: callers sort what must come out
+// ordered), or ok false. The caller hands refs back with Recycle.
 func (t *Timers[R]) Next(upTo int64) (at int64, refs []R, ok bool) {
-	if len(t.times) == 0 || t.times[0] > upTo {
-		return 0, nil, false
+	refs = t.scratch[:0]
+	for len(t.heap) > 0 {
+		e := t.heap[0]
+		if e.at > upTo || (ok && e.at != at) {
+			break
+		}
+		t.heap.pop()
+		gt := t.groups[e.g]
+		if gt == nil || len(gt.times) == 0 || gt.times[0] != e.at {
+			continue // stale: the group moved away or fired already
+		}
+		at, ok = e.at, true
+		gtRefs := gt.byTime[e.at]
+		refs = append(refs, gtRefs...)
+		delete(gt.byTime, e.at)
+		clear(gtRefs)
+		t.spare = append(t.spare, gtRefs[:0])
+		gt.times = append(gt.times[:0], gt.times[1:]...) // keep the capacity
+		if len(gt.times) > 0 {
+			t.heap.push(timeEntry{at: gt.times[0], g: e.g})
+		}
 	}
-	at = t.times[0]
-	t.times = t.times[1:]
-	refs = t.byTime[at]
-	delete(t.byTime, at)
-	return at, refs, true
+	t.scratch = refs
+	return at, refs, ok
 }
 
-// Recycle takes back a slice Next returned.
+// Recycle takes back the slice Next returned.
 func (t *Timers[R]) Recycle(refs []R) {
 	clear(refs)
-	t.spare = append(t.spare, refs[:0])
+	t.scratch = refs[:0]
 }
 
-// Len is the number of distinct times registered.
-func (t *Timers[R]) Len() int { return len(t.times) }
+// TimersHandoff carries key groups' timers from their old owner's index to
+// the new owner's (Release, Adopt).
+type TimersHandoff[R any] struct {
+	groups []int
+	timers []*groupTimers[R]
+}
 
-// Release removes the references of the given key groups and returns them
-// by time, for the groups' new owner's Adopt.
-func (t *Timers[R]) Release(groups []int) map[int64][]R {
-	lose := make(map[int]bool, len(groups))
+// Release removes the given key groups' timers and returns them, by
+// pointer, for the new owner's Adopt.
+func (t *Timers[R]) Release(groups []int) *TimersHandoff[R] {
+	h := &TimersHandoff[R]{}
 	for _, g := range groups {
-		lose[g] = true
-	}
-	out := map[int64][]R{}
-	keep := t.times[:0]
-	for _, at := range t.times {
-		refs := t.byTime[at]
-		k := 0
-		for _, r := range refs {
-			if lose[t.group(r)] {
-				out[at] = append(out[at], r)
-			} else {
-				refs[k] = r
-				k++
-			}
+		if gt := t.groups[g]; gt != nil {
+			h.groups = append(h.groups, g)
+			h.timers = append(h.timers, gt)
+			t.groups[g] = nil // its heap entries go stale
 		}
-		if k == 0 {
-			delete(t.byTime, at)
-			t.Recycle(refs)
-			continue
-		}
-		clear(refs[k:])
-		t.byTime[at] = refs[:k]
-		keep = append(keep, at)
 	}
-	t.times = keep
-	return out
+	return h
 }
 
-// Adopt adds references another channel released.
-func (t *Timers[R]) Adopt(released map[int64][]R) {
-	for at, refs := range released {
-		for _, r := range refs {
-			t.Add(at, r)
+// Adopt installs timers another channel released.
+func (t *Timers[R]) Adopt(h *TimersHandoff[R]) {
+	for i, g := range h.groups {
+		gt := h.timers[i]
+		t.groups[g] = gt
+		if len(gt.times) > 0 {
+			t.heap.push(timeEntry{at: gt.times[0], g: g})
 		}
 	}
 }

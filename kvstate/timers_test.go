@@ -13,8 +13,8 @@ type tref struct{ g, id int }
 // released groups' entries.
 func TestTimersModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := NewTimers(func(r tref) int { return r.g })
-		b := NewTimers(func(r tref) int { return r.g })
+		a := NewTimers(8, func(r tref) int { return r.g })
+		b := NewTimers(8, func(r tref) int { return r.g })
 		model := map[int64][]tref{}
 		for i := rapid.IntRange(0, 100).Draw(t, "n"); i > 0; i-- {
 			at := rapid.Int64Range(0, 20).Draw(t, "at")
@@ -64,17 +64,24 @@ func TestTimersModel(t *testing.T) {
 }
 
 func TestTimersNextBound(t *testing.T) {
-	ti := NewTimers(func(r tref) int { return r.g })
+	ti := NewTimers(4, func(r tref) int { return r.g })
 	ti.Add(10, tref{id: 1})
-	ti.Add(5, tref{id: 2})
+	ti.Add(5, tref{id: 2, g: 3})
+	ti.Add(5, tref{id: 3, g: 1})
 	if _, _, ok := ti.Next(4); ok {
 		t.Fatal("fired before its time")
 	}
 	at, refs, ok := ti.Next(10)
-	if !ok || at != 5 || refs[0].id != 2 {
-		t.Fatalf("Next = %d %v %v", at, refs, ok)
+	if !ok || at != 5 || len(refs) != 2 {
+		t.Fatalf("Next = %d %v %v, want time 5 with both groups' references", at, refs, ok)
 	}
-	if ti.Len() != 1 {
-		t.Fatalf("Len %d", ti.Len())
+	ti.Recycle(refs)
+	at, refs, ok = ti.Next(10)
+	if !ok || at != 10 || len(refs) != 1 || refs[0].id != 1 {
+		t.Fatalf("second Next = %d %v %v", at, refs, ok)
+	}
+	ti.Recycle(refs)
+	if _, _, ok := ti.Next(1 << 40); ok {
+		t.Fatal("timers left")
 	}
 }

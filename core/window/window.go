@@ -93,7 +93,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Order: order,
 		New: func(env core.Env) (core.Operator, error) {
 			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
-				fire: kvstate.NewTimers(func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs))}
+				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs))}
 			if env.Rescaled {
 				w.wm = env.Watermark
 			}
@@ -357,4 +357,4 @@ func (w *windowOp) ReleaseGroups(groups []int) any {
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
 // keys to this instance's firing index.
-func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(map[int64][]ref)) }
+func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(*kvstate.TimersHandoff[ref])) }

@@ -93,7 +93,7 @@ func NewUsers(name string, size int64, groups int) (core.OperatorDef, error) {
 		},
 		New: func(env core.Env) (core.Operator, error) {
 			u := &newUsers{name: name, size: size, groups: groups, state: state, env: env,
-				fire: kvstate.NewTimers(func(r userRef) int { return int(r.g) }), wm: core.NoTime}
+				fire: kvstate.NewTimers(groups, func(r userRef) int { return int(r.g) }), wm: core.NoTime}
 			if env.Rescaled {
 				u.wm = env.Watermark
 			}
@@ -240,4 +240,4 @@ func cmpInt(a, b int64) int {
 func (u *newUsers) ReleaseGroups(groups []int) any { return u.fire.Release(groups) }
 
 // AdoptGroups implements core.Migrator.
-func (u *newUsers) AdoptGroups(_ []int, h any) { u.fire.Adopt(h.(map[int64][]userRef)) }
+func (u *newUsers) AdoptGroups(_ []int, h any) { u.fire.Adopt(h.(*kvstate.TimersHandoff[userRef])) }
