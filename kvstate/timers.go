@@ -1,6 +1,9 @@
 package kvstate
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // Timers indexes references to keyed state by the event time at which they
 // fire (a window's end), for one channel: the derived data that lets a
@@ -125,6 +128,16 @@ func (t *Timers[R]) Next(upTo int64) (at int64, refs []R, ok bool) {
 	}
 	t.scratch = refs
 	return at, refs, ok
+}
+
+// NextFired is Next for timers registered at window ends: it returns the
+// earliest end whose window has fired at watermark wm, i.e. end-1 ≤ wm
+// (wm = math.MaxInt64 fires everything).
+func (t *Timers[R]) NextFired(wm int64) (end int64, refs []R, ok bool) {
+	if wm == math.MaxInt64 {
+		return t.Next(wm)
+	}
+	return t.Next(wm + 1)
 }
 
 // Recycle takes back the slice Next returned.

@@ -271,12 +271,8 @@ func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
 
 // fireUpTo emits every window whose end-1 ≤ wm, by window end, then key.
 func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
-	upTo := wm + 1 // a window fires when wm ≥ end-1
-	if wm == core.MaxWatermark {
-		upTo = wm
-	}
 	for {
-		end, refs, ok := w.fire.Next(upTo)
+		end, refs, ok := w.fire.NextFired(wm)
 		if !ok {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -192,16 +193,12 @@ func (u *newUsers) Finish(seq uint64, out *core.Emitter) error {
 // fireUpTo emits every window whose end-1 ≤ wm, by end, then id, and
 // drops its state.
 func (u *newUsers) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
-	upTo := wm + 1 // a window fires when wm ≥ end-1
-	if wm == core.MaxWatermark {
-		upTo = wm
-	}
 	for {
-		end, refs, ok := u.fire.Next(upTo)
+		end, refs, ok := u.fire.NextFired(wm)
 		if !ok {
 			return nil
 		}
-		slices.SortFunc(refs, func(a, b userRef) int { return cmpInt(a.id, b.id) })
+		slices.SortFunc(refs, func(a, b userRef) int { return cmp.Compare(a.id, b.id) })
 		for _, r := range refs {
 			st := u.state.Get(int(r.g), r.id)
 			// Windows fire in end order, so this key's first is this one.
@@ -223,16 +220,6 @@ func (u *newUsers) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 			return err
 		}
 	}
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ReleaseGroups implements core.Migrator: the firing-index entries of the

@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -166,15 +167,15 @@ var brute = map[string]func(evs [][]core.Value) []string{
 		}
 		slices.SortFunc(rows, func(a, b row) int {
 			if a.end != b.end {
-				return cmpInt(a.end, b.end)
+				return cmp.Compare(a.end, b.end)
 			}
 			if a.t != b.t {
-				return cmpInt(a.t, b.t)
+				return cmp.Compare(a.t, b.t)
 			}
 			if a.auction != b.auction {
-				return cmpInt(a.auction, b.auction)
+				return cmp.Compare(a.auction, b.auction)
 			}
-			return cmpInt(a.bidder, b.bidder)
+			return cmp.Compare(a.bidder, b.bidder)
 		})
 		out := make([]string, len(rows))
 		for i, r := range rows {
