@@ -67,8 +67,8 @@ type barrierInfo struct {
 
 type ckptAck struct {
 	info    *barrierInfo
-	channel int // -1: the sink
-	files   map[string][]byte
+	channel int                 // -1: the sink
+	files   map[string][][]byte // file name → its parts, in order
 	err     error
 }
 
@@ -93,6 +93,7 @@ type checkpointer struct {
 	failures  int64 // checkpoints that could not be written; the job goes on
 	durations []time.Duration
 	pauses    []time.Duration
+	stalls    []time.Duration // copy-on-write stalls (GroupSnapshot.ObserveStalls)
 }
 
 func newCheckpointer(cfg Checkpointing, ops []OperatorDef, groups int) *checkpointer {
@@ -200,8 +201,8 @@ func (c *checkpointer) write(acks []ckptAck) error {
 			w.Abort()
 			return a.err
 		}
-		for name, data := range a.files {
-			if err := w.WriteFile(name, data); err != nil {
+		for name, parts := range a.files {
+			if err := w.WriteParts(name, parts); err != nil {
 				w.Abort()
 				return err
 			}
@@ -253,8 +254,11 @@ func restoreChannel(ck *snapshot.Checkpoint, insts []instance, table *kvstate.Ta
 // acknowledgement: copy-on-write operators start their snapshot and are
 // serialised in the background (the ack goes when they are done), others
 // are serialised here, on the data path.
-func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckptAck, wg *sync.WaitGroup) {
-	a := ckptAck{info: info, channel: c, files: map[string][]byte{}}
+//
+// stall, if not nil, is told of each copy-on-write stall the channel
+// goroutine will see (GroupSnapshot.ObserveStalls).
+func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckptAck, wg *sync.WaitGroup, stall func(time.Duration)) {
+	a := ckptAck{info: info, channel: c, files: map[string][][]byte{}}
 	var groups []int
 	if info.table != nil {
 		groups = info.table.Owned(c)
@@ -262,7 +266,11 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 	cow := map[string]*GroupSnapshot{}
 	for i, in := range insts {
 		if as, ok := in.op.(AsyncSnapshotter); ok {
-			cow[stateFile(i, c)] = as.BeginSnapshot(groups)
+			gs := as.BeginSnapshot(groups)
+			if stall != nil {
+				gs.ObserveStalls(stall)
+			}
+			cow[stateFile(i, c)] = gs
 			continue
 		}
 		sn, ok := in.op.(Snapshotter)
@@ -274,7 +282,7 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 			a.err = fmt.Errorf("snapshot %s: %w", in.def.Name, err)
 			break
 		}
-		a.files[stateFile(i, c)] = data
+		a.files[stateFile(i, c)] = [][]byte{data}
 	}
 	if len(cow) == 0 || a.err != nil {
 		acks <- a
@@ -284,7 +292,7 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 	go func() {
 		defer wg.Done()
 		for name, gs := range cow {
-			a.files[name] = gs.Bytes()
+			a.files[name] = gs.Parts()
 		}
 		acks <- a
 	}()
@@ -293,6 +301,13 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 func (c *checkpointer) pause(d time.Duration) {
 	c.mu.Lock()
 	c.pauses = append(c.pauses, d)
+	c.mu.Unlock()
+}
+
+// stall records a copy-on-write stall (called on channel goroutines).
+func (c *checkpointer) stall(d time.Duration) {
+	c.mu.Lock()
+	c.stalls = append(c.stalls, d)
 	c.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // GroupSnapshot is a copy-on-write snapshot of an operator's key groups at
@@ -26,6 +27,11 @@ type GroupSnapshot struct {
 	write  func(dst []byte, group int) []byte
 	left   atomic.Int64
 	done   chan struct{}
+
+	// stall, if set, is told of each of the owner's waits in Touch
+	// (serialising a group itself, or waiting for the background to
+	// finish it). Called on the owner's goroutine.
+	stall func(time.Duration)
 }
 
 const (
@@ -37,6 +43,8 @@ const (
 // NewGroupSnapshot starts a snapshot of groups; write appends one group's
 // state in the operator's format. The caller's goroutine owns the groups'
 // state and must call Touch before changing any of them.
+// write is called with a nil dst (it may allocate its buffer at the size
+// it expects).
 func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *GroupSnapshot {
 	s := &GroupSnapshot{groups: groups, state: make([]atomic.Uint32, len(groups)),
 		blocks: make([][]byte, len(groups)), write: write, done: make(chan struct{})}
@@ -62,22 +70,34 @@ func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *G
 
 func (s *GroupSnapshot) background() {
 	for i := range s.groups {
-		s.take(i)
+		s.take(i, false)
 	}
 }
 
 // take serialises slot i if nobody has; it returns once slot i is done.
-func (s *GroupSnapshot) take(i int) {
+// owner says the caller is Touch: its time goes to the stall observer.
+func (s *GroupSnapshot) take(i int, owner bool) {
+	var t0 time.Time
+	owner = owner && s.stall != nil
+	if owner {
+		t0 = time.Now()
+	}
 	if s.state[i].CompareAndSwap(slotPending, slotClaimed) {
 		s.blocks[i] = s.write(nil, s.groups[i])
 		s.state[i].Store(slotDone)
 		if s.left.Add(-1) == 0 {
 			close(s.done)
 		}
+		if owner {
+			s.stall(time.Since(t0))
+		}
 		return
 	}
 	for s.state[i].Load() != slotDone {
 		runtime.Gosched()
+	}
+	if owner {
+		s.stall(time.Since(t0))
 	}
 }
 
@@ -86,7 +106,7 @@ func (s *GroupSnapshot) take(i int) {
 func (s *GroupSnapshot) Touch(g int) {
 	if g < len(s.slot) {
 		if i := s.slot[g]; i >= 0 && s.state[i].Load() != slotDone {
-			s.take(int(i))
+			s.take(int(i), true)
 		}
 	}
 }
@@ -94,27 +114,46 @@ func (s *GroupSnapshot) Touch(g int) {
 // Finished reports whether every group has been written.
 func (s *GroupSnapshot) Finished() bool { return s.left.Load() == 0 }
 
-// TouchAll finishes every group (before handing groups to another owner).
+// TouchAll finishes every group (before handing groups to another owner,
+// or before the next snapshot). It is not counted as a stall: the
+// background has normally finished long before.
 func (s *GroupSnapshot) TouchAll() {
 	for i := range s.groups {
-		s.take(i)
+		s.take(i, false)
 	}
 }
 
-// Bytes waits until every group is written and returns the snapshot in the
-// SnapshotGroups format: the group count, then the groups' blocks.
-func (s *GroupSnapshot) Bytes() []byte {
+// Parts waits until every group is written and returns the snapshot in the
+// SnapshotGroups format as consecutive parts: the group count, then each
+// group's block. The caller may read them (and write them out in order)
+// but not change them.
+func (s *GroupSnapshot) Parts() [][]byte {
 	<-s.done
+	parts := make([][]byte, 0, 1+len(s.blocks))
+	parts = append(parts, binary.AppendUvarint(nil, uint64(len(s.groups))))
+	return append(parts, s.blocks...)
+}
+
+// Bytes is Parts concatenated into one buffer.
+func (s *GroupSnapshot) Bytes() []byte {
+	parts := s.Parts()
 	n := 0
-	for _, b := range s.blocks {
+	for _, b := range parts {
 		n += len(b)
 	}
-	out := binary.AppendUvarint(make([]byte, 0, n+binary.MaxVarintLen64), uint64(len(s.groups)))
-	for _, b := range s.blocks {
+	out := make([]byte, 0, n)
+	for _, b := range parts {
 		out = append(out, b...)
 	}
 	return out
 }
+
+// ObserveStalls makes Touch report each of the owner's copy-on-write
+// stalls to fn: the time it spent serialising a group itself, or waiting
+// for the background to finish it, before it could change the group.
+// These are data-path pauses like the barrier's own. The owner calls it
+// before its first Touch; fn runs on the owner's goroutine.
+func (s *GroupSnapshot) ObserveStalls(fn func(time.Duration)) { s.stall = fn }
 
 // AsyncSnapshotter is implemented by Snapshotters that take copy-on-write
 // snapshots: BeginSnapshot returns at once and the operator calls Touch on

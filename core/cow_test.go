@@ -3,6 +3,7 @@ package core_test
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"streamd/core"
 )
@@ -55,5 +56,40 @@ func TestGroupSnapshotCopyOnWrite(t *testing.T) {
 		if len(data) != 0 || !s.Finished() {
 			t.Fatalf("%d bytes left, finished %v", len(data), s.Finished())
 		}
+	}
+}
+
+// The owner's Touch of a group the background has not reached serialises
+// it on the spot and reports one stall; a group already done reports none;
+// the snapshot still holds every group once, in order.
+func TestGroupSnapshotStalls(t *testing.T) {
+	gate := make(chan struct{})
+	write := func(dst []byte, g int) []byte {
+		if g == 0 {
+			<-gate // the background is held on group 0
+		}
+		return binary.AppendUvarint(dst, uint64(g))
+	}
+	s := core.NewGroupSnapshot([]int{0, 1, 2, 3}, write)
+	var stalls []time.Duration
+	s.ObserveStalls(func(d time.Duration) { stalls = append(stalls, d) })
+	s.Touch(2) // pending: the owner writes it
+	s.Touch(2) // done: nothing to do
+	s.Touch(7) // not in the snapshot
+	if len(stalls) != 1 || stalls[0] < 0 {
+		t.Fatalf("stalls %v, want one", stalls)
+	}
+	close(gate)
+	parts := s.Parts()
+	if len(parts) != 5 {
+		t.Fatalf("%d parts, want the count and 4 groups", len(parts))
+	}
+	for i, want := range []uint64{4, 0, 1, 2, 3} {
+		if v, _ := binary.Uvarint(parts[i]); v != want {
+			t.Errorf("part %d = %d, want %d", i, v, want)
+		}
+	}
+	if got := len(s.Bytes()); got != 5 {
+		t.Errorf("Bytes: %d bytes, want 5", got)
 	}
 }

@@ -21,12 +21,18 @@ type Report struct {
 	// Channels now (the live value for a running job).
 	CurrentChannels int
 	// Checkpoints completed, their duration (barrier injected → written)
-	// and the data-path pause of a channel's snapshot copy.
+	// and the data-path pause of a channel's snapshot at the barrier.
 	Checkpoints                  int64
 	CheckpointTimeouts           int64
 	CheckpointFailures           int64
 	CheckpointP50, CheckpointP99 time.Duration
 	SnapshotPauseP99             time.Duration
+	// CopyOnWriteStalls counts the data-path stalls after a barrier: a
+	// channel about to change a key group that the background had not yet
+	// serialised serialises it first (core.GroupSnapshot). StallP99 and
+	// StallMax are their durations.
+	CopyOnWriteStalls  int64
+	StallP99, StallMax time.Duration
 }
 
 // OperatorReport gives one operator's record counts, summed over channels.
@@ -106,6 +112,8 @@ func (r *run) report(wall time.Duration) *Report {
 		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
 		rep.CheckpointP50, rep.CheckpointP99 = percentile(c.durations, 50), percentile(c.durations, 99)
 		rep.SnapshotPauseP99 = percentile(c.pauses, 99)
+		rep.CopyOnWriteStalls = int64(len(c.stalls))
+		rep.StallP99, rep.StallMax = percentile(c.stalls, 99), percentile(c.stalls, 100)
 		c.mu.Unlock()
 	}
 	r.pauses.mu.Lock()

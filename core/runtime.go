@@ -583,7 +583,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 		}
 		if kind == Barrier && r.ck != nil {
 			t0 := time.Now()
-			snapshotChannel(b.ckpt, insts, c, r.ck.acks, &r.wg)
+			snapshotChannel(b.ckpt, insts, c, r.ck.acks, &r.wg, r.ck.stall)
 			r.ck.pause(time.Since(t0))
 		}
 		t0 := time.Now()

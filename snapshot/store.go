@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,7 @@ import (
 
 // FormatVersion is the version of the checkpoint format this package
 // writes and reads.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // MetadataFile is the name of the file written last in a checkpoint.
 const MetadataFile = "_metadata"
@@ -151,25 +152,50 @@ func (s *Store) Begin(id uint64) (*Writer, error) {
 // WriteFile writes one state file (name: a plain file name, not
 // _metadata) and fsyncs it.
 func (w *Writer) WriteFile(name string, data []byte) error {
+	return w.WriteParts(name, [][]byte{data})
+}
+
+// WriteParts writes one state file made of parts, in order (the file is
+// their concatenation: its size and checksum cover all of them), and
+// fsyncs it. It saves joining large parts in memory first. The parts are
+// only read.
+func (w *Writer) WriteParts(name string, parts [][]byte) error {
 	if w.done {
 		return errors.New("checkpoint writer is closed")
 	}
 	if name == MetadataFile || name == "" || strings.ContainsAny(name, `/\`) {
 		return fmt.Errorf("checkpoint file name %q not allowed", name)
 	}
-	if err := w.write(name, data); err != nil {
+	if err := w.write(name, parts...); err != nil {
 		return fmt.Errorf("checkpoint %d: %s: %w", w.id, name, err)
 	}
-	w.files = append(w.files, FileInfo{Name: name, Size: int64(len(data)), CRC32C: Checksum(data)})
+	var size int64
+	var crc uint32
+	for _, p := range parts {
+		size += int64(len(p))
+		crc = crc32.Update(crc, castagnoli, p)
+	}
+	w.files = append(w.files, FileInfo{Name: name, Size: size, CRC32C: crc})
 	return nil
 }
 
-func (w *Writer) write(name string, data []byte) error {
+// write creates the file, writes the parts through a buffer of
+// writeBuffer bytes (parts are often small: one key group each) and
+// fsyncs it.
+func (w *Writer) write(name string, parts ...[]byte) error {
 	f, err := w.s.fs.Create(filepath.Join(w.tmp, name))
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, writeBuffer)
+	for _, p := range parts {
+		if _, err = bw.Write(p); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -178,6 +204,9 @@ func (w *Writer) write(name string, data []byte) error {
 	}
 	return err
 }
+
+// writeBuffer is the write buffer of state files, in bytes.
+const writeBuffer = 1 << 20
 
 // Commit writes the metadata (its Version, ID and Files are set here),
 // makes the checkpoint durable and visible, then applies retention. On

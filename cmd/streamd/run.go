@@ -191,8 +191,9 @@ func printReport(w io.Writer, r *core.Report, err error) {
 		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s\n", r.Rescales, r.PauseP50, r.PauseP99, r.PauseMax)
 	}
 	if r.Checkpoints > 0 || r.CheckpointTimeouts > 0 || r.CheckpointFailures > 0 {
-		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, snapshot pause p99 %s\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,
-			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond))
+		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, snapshot pause p99 %s, copy-on-write stalls %d (p99 %s, max %s)\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,
+			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond),
+			r.CopyOnWriteStalls, r.StallP99.Round(time.Microsecond), r.StallMax.Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
 }

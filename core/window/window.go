@@ -93,7 +93,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Order: order,
 		New: func(env core.Env) (core.Operator, error) {
 			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
-				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs))}
+				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
 			if env.Rescaled {
 				w.wm = env.Watermark
 			}
@@ -119,6 +119,7 @@ type windowOp struct {
 	free   [][]acc
 	states []*keyState         // emptied key states, reused so steady state allocates nothing
 	snap   *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
+	sizes  []int32             // bytes each key group took in the last snapshot (a buffer size hint)
 }
 
 func (w *windowOp) newAccs() []acc {
