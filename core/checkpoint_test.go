@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +189,82 @@ func TestCheckpointsWithSlowSink(t *testing.T) {
 		if n, _ := store.Count(); n != 0 {
 			t.Errorf("%d checkpoints left after the job completed; a completed job clears them", n)
 		}
+	}
+}
+
+// countingSource counts the records its source has handed out.
+type countingSource struct {
+	core.Source
+	n atomic.Int64
+}
+
+func (s *countingSource) Next(ctx context.Context) (*core.Batch, error) {
+	b, err := s.Source.Next(ctx)
+	if b != nil {
+		s.n.Add(int64(b.Len))
+	}
+	return b, err
+}
+
+// slowChannel passes batches on; the instance on channel 0 takes a while
+// over each, so that barriers reach the merger from channel 1 first and
+// the merger aligns (takes nothing more from channel 1) for a long time.
+type slowChannel struct {
+	core.Base
+	slow bool
+}
+
+func (s slowChannel) Process(in *core.Batch, out *core.Emitter) error {
+	if s.slow {
+		time.Sleep(300 * time.Microsecond)
+	}
+	return out.Emit(in)
+}
+
+// countSink counts records and, at every batch, the records the source has
+// handed out that have not reached the sink yet: everything in flight.
+type countSink struct {
+	epochMem
+	src         *countingSource
+	got         int64
+	maxInFlight int64
+}
+
+func (s *countSink) Write(b *core.Batch) error {
+	s.got += int64(b.Len)
+	s.maxInFlight = max(s.maxInFlight, s.src.n.Load()-s.got)
+	return s.epochMem.Write(b)
+}
+
+// Memory held during barrier alignment stays bounded: with one slow channel
+// and a barrier every millisecond, the records between the source and the
+// sink never exceed what the rings and the goroutines between them can
+// hold — the merger does not buffer an aligned input, it stops reading it,
+// and the splitter blocks on the full ring — however long the input.
+func TestAlignmentMemoryBounded(t *testing.T) {
+	const channels, ringSize, n = 2, 4, 150_000
+	recs := genRecords(n, 400, 21)
+	src := &countingSource{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(3, 3))}}
+	sink := &countSink{src: src}
+	def := core.OperatorDef{Name: "slow", Out: testSchema, New: func(env core.Env) (core.Operator, error) {
+		return slowChannel{slow: env.Channel == 0}, nil
+	}}
+	store, _ := snapshot.Open(t.TempDir(), 2, nil)
+	job := &core.Job{Name: "align", Source: src, Region: &core.Region{Channels: channels, Key: []string{"k"}, Ops: []core.OperatorDef{def}},
+		Sink: sink, RingSize: ringSize, Checkpoint: &core.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: time.Minute}}
+	rep, err := core.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sink.got != n || rep.Checkpoints < 3 {
+		t.Fatalf("%d records out of %d, %d checkpoints", sink.got, n, rep.Checkpoints)
+	}
+	// Per channel: its input and output rings, the batch it works on and
+	// the one its emitter builds, the merger's head of its input; plus the
+	// source stage's batch in hand and the one the sink writes.
+	bound := int64((channels*(2*ringSize+3) + 2) * core.BatchSize)
+	t.Logf("max in flight %d records (bound %d, input %d, %d checkpoints)", sink.maxInFlight, bound, n, rep.Checkpoints)
+	if sink.maxInFlight > bound {
+		t.Fatalf("%d records in flight during alignment, bound %d", sink.maxInFlight, bound)
 	}
 }
