@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -29,6 +30,11 @@ type CSVOptions struct {
 	// path, if any, only names the input in errors. The source does not
 	// close it.
 	Reader io.Reader
+	// Parallelism is the number of goroutines that parse a CSV file (see
+	// CSV): 0 means auto, min(4, runtime.GOMAXPROCS(0)); 1 means the
+	// sequential reader. It applies to regular files larger than one
+	// block (256 KiB), not to Reader or stdin. Negative is an error.
+	Parallelism int
 }
 
 // CSV returns a source of the CSV file at path (RFC 4180, read with
@@ -47,7 +53,31 @@ type CSVOptions struct {
 //
 // CSV reads the header before it returns, so it blocks while the input
 // does.
+//
+// A regular file larger than one block (256 KiB) is parsed in parallel
+// unless opts.Parallelism is 1: a reader goroutine cuts it into blocks at
+// record boundaries and Parallelism workers (0: min(4, GOMAXPROCS)) parse
+// them into batches, which Next hands on in file order. The records, their
+// order and Pos, and the ErrorPolicy's calls (made in file order, from the
+// goroutine that calls Next, never concurrently) are the sequential
+// reader's; a batch may be shorter (it ends at a block's end and before a
+// malformed record), so under Fail the records before the malformed one
+// reach the caller, where the sequential reader drops those of its last
+// batch. After a quoting error (a csv.ParseError) the rest of the file is
+// read sequentially. The goroutines start on the first Next and stop at
+// the end of the file or on Close, which the caller must call; memory in
+// flight is at most 2×Parallelism+1 blocks and the batches of as many
+// parsed blocks (a record takes 24 bytes a field).
 func CSV(path string, opts CSVOptions, errs *core.ErrorPolicy) (core.Source, error) {
+	return csvSource(path, opts, errs, csvBlockSize)
+}
+
+// csvSource is CSV with the parallel reader's block size in bytes (tests
+// make it small).
+func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize int) (core.Source, error) {
+	if opts.Parallelism < 0 {
+		return nil, fmt.Errorf("csv source %s: parallelism %d: expected 0 (auto) or more", path, opts.Parallelism)
+	}
 	name, in, closer, err := openInput("csv", path, opts.Reader)
 	if err != nil {
 		return nil, err
@@ -58,6 +88,17 @@ func CSV(path string, opts CSVOptions, errs *core.ErrorPolicy) (core.Source, err
 			closer.Close()
 		}
 		return nil, err
+	}
+	if f, ok := closer.(*os.File); ok && csvParallelism(opts.Parallelism) > 1 {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(blockSize) {
+			off := r.r.InputOffset() // after the header, if any
+			line, err := linesBefore(f, off)
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("csv source %s: %w", name, err)
+			}
+			return newCSVParallel(f, r, off, line, csvParallelism(opts.Parallelism), blockSize), nil
+		}
 	}
 	return &textSource{schema: r.schema, rr: r, closer: closer}, nil
 }
@@ -75,11 +116,13 @@ type csvColumn struct {
 type csvReader struct {
 	input  string
 	r      *csv.Reader
-	delim  string
+	delim  string // the delimiter, to join the fields of a malformed record
+	comma  rune   // the same
 	cols   []csvColumn
 	want   int // fields per record
 	schema *core.Schema
 	errs   *core.ErrorPolicy
+	line0  int64 // lines of the input before r's first byte
 }
 
 func checkDelimiter(d rune) (rune, error) {
@@ -99,11 +142,8 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 	if err != nil {
 		return nil, fmt.Errorf("csv source %s: %w", input, err)
 	}
-	r := csv.NewReader(in)
-	r.Comma = d
-	r.FieldsPerRecord = -1
-	r.ReuseRecord = true
-	c := &csvReader{input: input, r: r, delim: string(d), errs: policy(errs)}
+	r := newRawCSV(in, d)
+	c := &csvReader{input: input, r: r, delim: string(d), comma: d, errs: policy(errs)}
 
 	fields := opts.Columns
 	if !opts.Header {
@@ -152,6 +192,41 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 	return c, nil
 }
 
+// newRawCSV returns the encoding/csv reader every CSV reader uses: comma
+// d, any field count (checked per record), records reused.
+func newRawCSV(in io.Reader, d rune) *csv.Reader {
+	r := csv.NewReader(in)
+	r.Comma = d
+	r.FieldsPerRecord = -1
+	r.ReuseRecord = true
+	return r
+}
+
+// resume returns a reader of the same columns that reads the input from
+// in, which starts at a record boundary after line0 lines: the sequential
+// continuation of a parallel reader. It shares c's interners, so c must
+// not be used any more.
+func (c *csvReader) resume(in io.Reader, line0 int64) *csvReader {
+	d := *c
+	d.r = newRawCSV(in, c.comma)
+	d.line0 = line0
+	return &d
+}
+
+// clone returns a reader of the same columns with interners of its own,
+// for a parse worker; its r is set per block.
+func (c *csvReader) clone() *csvReader {
+	d := *c
+	d.r = nil
+	d.cols = append([]csvColumn(nil), c.cols...)
+	for i := range d.cols {
+		if d.cols[i].str != nil {
+			d.cols[i].str = newInterner()
+		}
+	}
+	return &d
+}
+
 func indexOf(xs []string, x string) int {
 	for i, s := range xs {
 		if s == x {
@@ -161,46 +236,67 @@ func indexOf(xs []string, x string) int {
 	return -1
 }
 
+// badRecord is a malformed record as the reader found it: the line it
+// starts on, its text (the fields read, joined by the delimiter) and why it
+// is bad. quoting marks a csv.ParseError (a bare or extraneous quote, a
+// quoted field left open at the end of the input): where such a record
+// ends depends on what follows it, so a parallel worker that meets one
+// cannot trust its block's end (see csvParallel).
+type badRecord struct {
+	line    int64
+	raw     string
+	reason  error
+	quoting bool
+}
+
+func (b *badRecord) Error() string { return fmt.Sprintf("line %d: %v", b.line, b.reason) }
+
 func (c *csvReader) read(row []core.Value) (int64, error) {
-next:
 	for {
-		rec, err := c.r.Read()
-		if err == io.EOF {
-			return 0, io.EOF
-		}
-		if err != nil {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
-				return 0, fmt.Errorf("csv source %s: %w", c.input, err)
-			}
-			if err := c.errs.Bad(c.input, int64(pe.StartLine), strings.Join(rec, c.delim), pe.Err); err != nil {
+		line, err := c.next(row)
+		if bad, ok := err.(*badRecord); ok {
+			if err := c.errs.Bad(c.input, bad.line, bad.raw, bad.reason); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		line, _ := c.r.FieldPos(0)
-		if len(rec) != c.want {
-			if err := c.errs.Bad(c.input, int64(line), strings.Join(rec, c.delim), fmt.Errorf("%d fields, expected %d", len(rec), c.want)); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		for j := range c.cols {
-			col := &c.cols[j]
-			s := rec[col.idx]
-			if col.typ == core.String {
-				row[j] = core.StringValue(col.str.str(s))
-				continue
-			}
-			v, err := core.ParseValue(col.typ, s)
-			if err != nil {
-				if err := c.errs.Bad(c.input, int64(line), strings.Join(rec, c.delim), fmt.Errorf("field %q: %w", col.name, err)); err != nil {
-					return 0, err
-				}
-				continue next
-			}
-			row[j] = v
-		}
-		return int64(line), nil
+		return line, err
 	}
+}
+
+// next is read without the error policy: it fills row with the next
+// record and returns its line, or returns a *badRecord for a malformed
+// one (row then holds garbage), io.EOF after the last record, or a read
+// error. It allocates only for malformed records.
+func (c *csvReader) next(row []core.Value) (int64, error) {
+	rec, err := c.r.Read()
+	if err == io.EOF {
+		return 0, io.EOF
+	}
+	if err != nil {
+		var pe *csv.ParseError
+		if !errors.As(err, &pe) {
+			return 0, fmt.Errorf("csv source %s: %w", c.input, err)
+		}
+		return 0, &badRecord{line: c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
+	}
+	l, _ := c.r.FieldPos(0)
+	line := c.line0 + int64(l)
+	if len(rec) != c.want {
+		return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("%d fields, expected %d", len(rec), c.want)}
+	}
+	for j := range c.cols {
+		col := &c.cols[j]
+		s := rec[col.idx]
+		if col.typ == core.String {
+			row[j] = core.StringValue(col.str.str(s))
+			continue
+		}
+		v, err := core.ParseValue(col.typ, s)
+		if err != nil {
+			return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("field %q: %w", col.name, err)}
+		}
+		row[j] = v
+	}
+	return line, nil
 }
