@@ -229,6 +229,10 @@ func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		if c.Parallelism < 0 {
+			return nil, f.errAt("source.csv.parallelism", "parallelism must be 0 (auto) or more, not %d", c.Parallelism)
+		}
+		opts.Parallelism = c.Parallelism
 		if s, err = source.CSV(f.path(c.Path), opts, errs); err != nil {
 			return nil, f.errAt("source.csv.path", "%v", err)
 		}

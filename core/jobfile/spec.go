@@ -46,6 +46,9 @@ type CSVSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Columns   yaml.MapSlice `yaml:"columns"` // name: type, in file order
+	// Parallelism is the number of goroutines parsing the file: 0 (the
+	// default) is auto, 1 the sequential reader (source.CSVOptions).
+	Parallelism int `yaml:"parallelism"`
 }
 
 // JSONLSpec reads JSON lines.
