@@ -71,10 +71,6 @@ func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *G
 func (s *GroupSnapshot) background() {
 	for i := range s.groups {
 		s.take(i, false)
-		// Yield between groups: where goroutines outnumber cores, a data-path
-		// goroutine the Go scheduler preempted waits behind this one's
-		// 10 ms time slice otherwise, and a snapshot is never urgent.
-		runtime.Gosched()
 	}
 }
 
