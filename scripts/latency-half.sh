@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# latency-half.sh [rounds=3] [workload=pipeline] — issue 6's latency goal
+# (end-to-end p99 < 500 µs at half the maximum rate), measured the way the
+# goal reads, in one script: each round runs WORKLOAD closed loop for 3 s
+# to find the maximum rate on this machine now, then open loop at half of
+# it for 4 s (latency from each record's intended send time: no
+# coordinated omission), and prints both reports' lines.
+# Environment: STREAMD_BIN (default: build into a temporary directory),
+# BENCH_FLAGS (extra flags for both runs, e.g. --unpinned).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+rounds="${1:-3}"
+workload="${2:-pipeline}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+bin="${STREAMD_BIN:-$work/streamd}"
+[ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/streamd)
+# shellcheck disable=SC2086
+for i in $(seq "$rounds"); do
+  "$bin" bench "$workload" --duration 3s --out "$work/max" ${BENCH_FLAGS:-} >"$work/max.txt" 2>&1
+  max=$(awk '/^records\/s  /{ v = $2; u = $3; if (u == "M") v *= 1e6; else if (u == "K") v *= 1e3; print v }' "$work/max.txt")
+  half=$(awk -v m="$max" 'BEGIN { printf "%d", m / 2 }')
+  "$bin" bench "$workload" --duration 4s --rate "$half" --out "$work/half" ${BENCH_FLAGS:-} >"$work/half.txt" 2>&1
+  [ "$i" = 1 ] && grep '^machine' "$work/max.txt"
+  echo "round $i: maximum $(awk '/^records\/s  /{print $2, $3}' "$work/max.txt") records/s; $(grep '^latency' "$work/max.txt")"
+  echo "round $i: open loop at $half records/s; $(grep '^latency' "$work/half.txt")"
+done
