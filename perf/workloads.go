@@ -10,6 +10,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/core/sink"
 	"streamd/core/source"
 )
 
@@ -35,17 +36,6 @@ func init() {
 		Build:       buildElastic,
 	})
 }
-
-// Discard is a sink that drops every batch: the harness measures the
-// engine, not a file system.
-type Discard struct{}
-
-func (Discard) Open(*core.Schema) error { return nil }
-func (Discard) Write(*core.Batch) error { return nil }
-func (Discard) Close() error            { return nil }
-func (Discard) Abort()                  {}
-
-var _ core.Sink = Discard{}
 
 var genJob = template.Must(template.New("job").Parse(`name: {{.Name}}
 source:
@@ -106,7 +96,7 @@ type genSpec struct {
 }
 
 // buildGen builds a generator job from genJob and swaps its sink for
-// Discard.
+// sink.Discard.
 func buildGen(g genSpec) (*core.Job, error) {
 	var buf bytes.Buffer
 	if err := genJob.Execute(&buf, g); err != nil {
@@ -120,7 +110,7 @@ func buildGen(g genSpec) (*core.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	job.Sink = Discard{}
+	job.Sink = &sink.Discard{}
 	return job, nil
 }
 
@@ -161,7 +151,7 @@ func exampleJob(name string, opt Options) (*core.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	job.Sink = Discard{}
+	job.Sink = &sink.Discard{}
 	return job, nil
 }
 

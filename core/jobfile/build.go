@@ -702,11 +702,15 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 	fill(f.present("sink.csv"), &sk.CSV)
 	fill(f.present("sink.jsonl"), &sk.JSONL)
 	fill(f.present("sink.stdout"), &sk.Stdout)
-	i, err := exactlyOne("sink", f, []string{"csv", "jsonl", "stdout"}, []bool{sk.CSV != nil, sk.JSONL != nil, sk.Stdout != nil})
+	fill(f.present("sink.discard"), &sk.Discard)
+	i, err := exactlyOne("sink", f, []string{"csv", "jsonl", "stdout", "discard"},
+		[]bool{sk.CSV != nil, sk.JSONL != nil, sk.Stdout != nil, sk.Discard != nil})
 	if err != nil {
 		return nil, err
 	}
 	switch i {
+	case 3:
+		return &sink.Discard{}, nil
 	case 0:
 		c := sk.CSV
 		if c.Path == "" {

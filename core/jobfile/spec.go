@@ -171,10 +171,15 @@ type AggregateSpec struct {
 
 // SinkSpec holds exactly one sink.
 type SinkSpec struct {
-	CSV    *CSVSinkSpec   `yaml:"csv"`
-	JSONL  *JSONLSinkSpec `yaml:"jsonl"`
-	Stdout *StdoutSpec    `yaml:"stdout"`
+	CSV     *CSVSinkSpec     `yaml:"csv"`
+	JSONL   *JSONLSinkSpec   `yaml:"jsonl"`
+	Stdout  *StdoutSpec      `yaml:"stdout"`
+	Discard *DiscardSinkSpec `yaml:"discard"`
 }
+
+// DiscardSinkSpec drops the records (Benthos's `drop`): the report still
+// counts them. It has no options.
+type DiscardSinkSpec struct{}
 
 // CSVSinkSpec writes a CSV file.
 type CSVSinkSpec struct {
