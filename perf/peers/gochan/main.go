@@ -5,6 +5,12 @@
 // Stages are joined by buffered channels, one record per send.
 //
 //	gochan-peers -csv /abs/flights.csv [-buf 1024]
+//	gochan-peers -gen 3000000 [-buf 1024]
+//
+// With -gen N the reader generates N records instead (seq, key one of 1000
+// strings, value in [0, 1000), ts: streamd's generator), the filter keeps
+// value >= 800 and the map adds scaled = value / 60 and tag = key + "-" + key
+// (scripts/peers.sh generate).
 //
 // Output, one line: "gochan records_in=N records_out=M seconds=S records_per_s=R".
 package main
@@ -15,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
@@ -35,7 +42,12 @@ type out struct {
 func main() {
 	path := flag.String("csv", "", "the flights CSV export (date,delay,distance,origin,destination with a header)")
 	buf := flag.Int("buf", 1024, "capacity of each channel, in records")
+	gen := flag.Int64("gen", 0, "generate this many records instead of reading -csv")
 	flag.Parse()
+	if *gen > 0 {
+		generated(*gen, *buf)
+		return
+	}
 	f, err := os.Open(*path)
 	if err != nil {
 		fail(err)
@@ -117,6 +129,60 @@ func parse(rec []string) (fl flight, err error) {
 	}
 	fl.Origin, fl.Destination = rec[3], rec[4]
 	return fl, nil
+}
+
+// rec is a generated record (streamd's generator schema).
+type rec struct {
+	Seq, Value int64
+	Key        string
+	TS         time.Time
+}
+
+type recOut struct {
+	rec
+	Scaled float64
+	Tag    string
+}
+
+// generated runs the generated-records pipeline: generate -> filter
+// value >= 800 -> map -> count, one goroutine each, one record per send.
+func generated(n int64, buf int) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%06d", i)
+	}
+	start := time.Now()
+	read := make(chan rec, buf)
+	kept := make(chan rec, buf)
+	mapped := make(chan recOut, buf)
+	go func() { // generator
+		defer close(read)
+		rnd := rand.New(rand.NewPCG(9, 9))
+		t0 := time.Now()
+		for i := range n {
+			read <- rec{Seq: i, Key: keys[rnd.IntN(len(keys))], Value: rnd.Int64N(1000), TS: t0.Add(time.Duration(i) * time.Millisecond)}
+		}
+	}()
+	go func() { // filter
+		defer close(kept)
+		for r := range read {
+			if r.Value >= 800 {
+				kept <- r
+			}
+		}
+	}()
+	go func() { // map
+		defer close(mapped)
+		for r := range kept {
+			mapped <- recOut{r, float64(r.Value) / 60.0, r.Key + "-" + r.Key}
+		}
+	}()
+	var out int64
+	for range mapped {
+		out++
+	}
+	secs := time.Since(start).Seconds()
+	fmt.Printf("gochan records_in=%d records_out=%d seconds=%.3f records_per_s=%.0f\n", n, out, secs, float64(n)/secs)
 }
 
 func fail(err error) {
