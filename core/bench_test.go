@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/sink"
 	"streamd/core/window"
 )
 
@@ -40,16 +41,6 @@ func (s *loopSource) Next(context.Context) (*core.Batch, error) {
 	return b, nil
 }
 
-type discard struct{ n int64 }
-
-func (d *discard) Open(*core.Schema) error { return nil }
-func (d *discard) Write(b *core.Batch) error {
-	d.n += int64(b.Len)
-	return nil
-}
-func (d *discard) Close() error { return nil }
-func (d *discard) Abort()       {}
-
 func template(batches, keys int) ([]*core.Batch, int64) {
 	recs := genRecords(batches*core.BatchSize, keys, 5)
 	for i := range recs { // 10 ms apart: about 30 records per key and window
@@ -82,9 +73,9 @@ func BenchmarkKeyedRegion(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sink := &discard{}
+			out := &sink.Discard{}
 			job := &core.Job{Source: &loopSource{tmpl: tmpl, n: b.N, span: span}, EventTime: core.EventTime{Field: "ts"},
-				Region: &core.Region{Channels: n, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink}
+				Region: &core.Region{Channels: n, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: out}
 			b.ReportAllocs()
 			b.ResetTimer()
 			if _, err := core.Run(context.Background(), job); err != nil {

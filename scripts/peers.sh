@@ -23,7 +23,10 @@
 # default 512, streamd's batch size), UNBATCHED_RUNS (runs of Benthos with
 # batches of 1, its default; 0 skips it; default 1), PEERS_COUNT (records
 # generated; default 3000000), CHANNEL_BUF (Go-channel capacity; default 1024).
-# Needs Go and, on the first run, the Go module proxy (Benthos's modules).
+# PEERS_BIN_DIR: a directory holding prebuilt streamd, benthos-peers and
+# gochan-peers (scripts/device-prep.sh), instead of building them.
+# Needs Go and, on the first run, the Go module proxy (Benthos's modules),
+# unless PEERS_BIN_DIR is set.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${1:-3}"
@@ -35,10 +38,14 @@ unbatched_runs="${UNBATCHED_RUNS:-1}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-echo "building streamd, benthos-peers, gochan-peers ..." >&2
-(cd "$root" && go build -o "$work/streamd" ./cmd/streamd)
-(cd "$root/perf/peers/benthos" && go build -o "$work/benthos-peers" .)
-(cd "$root/perf/peers/gochan" && go build -o "$work/gochan-peers" .)
+if [ -n "${PEERS_BIN_DIR:-}" ]; then # prebuilt (a machine with no Go toolchain)
+  for b in streamd benthos-peers gochan-peers; do ln -s "$PEERS_BIN_DIR/$b" "$work/$b"; done
+else
+  echo "building streamd, benthos-peers, gochan-peers ..." >&2
+  (cd "$root" && go build -o "$work/streamd" ./cmd/streamd)
+  (cd "$root/perf/peers/benthos" && go build -o "$work/benthos-peers" .)
+  (cd "$root/perf/peers/gochan" && go build -o "$work/gochan-peers" .)
+fi
 
 if [ "$input" = csv ]; then
   echo "exporting the flights to CSV ..." >&2

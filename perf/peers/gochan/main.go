@@ -55,60 +55,69 @@ func main() {
 	defer f.Close()
 
 	start := time.Now()
-	read := make(chan flight, *buf)
-	kept := make(chan flight, *buf)
-	mapped := make(chan out, *buf)
-	var in int64
-	readErr := make(chan error, 1)
-
-	go func() { // reader
-		defer close(read)
+	in, n, err := pipeline(*buf, func(read chan<- flight) error {
 		r := csv.NewReader(bufio.NewReaderSize(f, 1<<20))
 		r.ReuseRecord = true
 		if _, err := r.Read(); err != nil { // header
-			readErr <- err
-			return
+			return err
 		}
-		for {
+		for i := int64(1); ; i++ {
 			rec, err := r.Read()
 			if err == io.EOF {
-				readErr <- nil
-				return
+				return nil
 			}
 			if err != nil {
-				readErr <- err
-				return
+				return err
 			}
 			fl, err := parse(rec)
 			if err != nil {
-				readErr <- fmt.Errorf("record %d: %w", in+1, err)
-				return
+				return fmt.Errorf("record %d: %w", i, err)
 			}
-			in++
 			read <- fl
 		}
+	}, func(fl flight) bool { return fl.Delay > 15 },
+		func(fl flight) out { return out{fl, float64(fl.Delay) / 60.0, fl.Origin + "-" + fl.Destination} })
+	if err != nil {
+		fail(err)
+	}
+	report(in, n, start)
+}
+
+// pipeline runs read -> filter (keep) -> map (mapf) -> a counting sink, one
+// goroutine each, joined by channels of capacity buf, one record per send.
+// read sends the records and returns when it is done (its error, if any,
+// is pipeline's); pipeline returns the records sent and those counted.
+func pipeline[In, Out any](buf int, read func(chan<- In) error, keep func(In) bool, mapf func(In) Out) (in, n int64, err error) {
+	src := make(chan In, buf)
+	kept := make(chan In, buf)
+	mapped := make(chan Out, buf)
+	readErr := make(chan error, 1)
+	go func() { // reader
+		defer close(src)
+		readErr <- read(src)
 	}()
 	go func() { // filter
 		defer close(kept)
-		for fl := range read {
-			if fl.Delay > 15 {
-				kept <- fl
+		for r := range src {
+			in++
+			if keep(r) {
+				kept <- r
 			}
 		}
 	}()
 	go func() { // map
 		defer close(mapped)
-		for fl := range kept {
-			mapped <- out{fl, float64(fl.Delay) / 60.0, fl.Origin + "-" + fl.Destination}
+		for r := range kept {
+			mapped <- mapf(r)
 		}
 	}()
-	var n int64
 	for range mapped { // sink
 		n++
 	}
-	if err := <-readErr; err != nil {
-		fail(err)
-	}
+	return in, n, <-readErr
+}
+
+func report(in, n int64, start time.Time) {
 	secs := time.Since(start).Seconds()
 	fmt.Printf("gochan records_in=%d records_out=%d seconds=%.3f records_per_s=%.0f\n",
 		in, n, secs, float64(in)/secs)
@@ -145,44 +154,26 @@ type recOut struct {
 }
 
 // generated runs the generated-records pipeline: generate -> filter
-// value >= 800 -> map -> count, one goroutine each, one record per send.
+// value >= 800 -> map -> count.
 func generated(n int64, buf int) {
 	keys := make([]string, 1000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%06d", i)
 	}
 	start := time.Now()
-	read := make(chan rec, buf)
-	kept := make(chan rec, buf)
-	mapped := make(chan recOut, buf)
-	go func() { // generator
-		defer close(read)
+	in, out, err := pipeline(buf, func(read chan<- rec) error {
 		rnd := rand.New(rand.NewPCG(9, 9))
 		t0 := time.Now()
 		for i := range n {
 			read <- rec{Seq: i, Key: keys[rnd.IntN(len(keys))], Value: rnd.Int64N(1000), TS: t0.Add(time.Duration(i) * time.Millisecond)}
 		}
-	}()
-	go func() { // filter
-		defer close(kept)
-		for r := range read {
-			if r.Value >= 800 {
-				kept <- r
-			}
-		}
-	}()
-	go func() { // map
-		defer close(mapped)
-		for r := range kept {
-			mapped <- recOut{r, float64(r.Value) / 60.0, r.Key + "-" + r.Key}
-		}
-	}()
-	var out int64
-	for range mapped {
-		out++
+		return nil
+	}, func(r rec) bool { return r.Value >= 800 },
+		func(r rec) recOut { return recOut{r, float64(r.Value) / 60.0, r.Key + "-" + r.Key} })
+	if err != nil {
+		fail(err)
 	}
-	secs := time.Since(start).Seconds()
-	fmt.Printf("gochan records_in=%d records_out=%d seconds=%.3f records_per_s=%.0f\n", n, out, secs, float64(n)/secs)
+	report(in, out, start)
 }
 
 func fail(err error) {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# device-open.sh DIR — the many-core measurements the open issues still
+# need, in one run of a few minutes, from what scripts/device-prep.sh put in
+# DIR (no Go toolchain needed):
+#   issue 4: the elastic demonstration, level controller and DS2
+#            (scripts/device-elastic.sh without sqlite3);
+#   issue 5: checkpoint cost (scripts/bench-checkpoint.sh, 3 pairs);
+#   issue 6: latency at half the maximum rate (scripts/latency-half.sh),
+#            Nexmark q0 q1 q2 q5 (closed loop), Benthos side by side on the
+#            flights CSV and on generated records (scripts/peers.sh).
+# Each part runs under its own timeout; OUT (default a temporary
+# directory) receives the elastic timelines. Smaller runs (a smoke test on
+# a small machine): STREAMD_COUNT, STREAMD_RATE1, STREAMD_RATE2 (elastic),
+# CKPT_RECORDS (checkpoint cost, default 20000000), PEERS_COUNT.
+set -u
+dir=$(cd "${1:?usage: device-open.sh DIR}" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=$(mktemp -d)
+for b in streamd benthos-peers gochan-peers; do gzip -dc "$dir/gz/$b.gz" >"$bin/$b" && chmod +x "$bin/$b"; done
+mkdir -p "$bin/bin" && ln -s "$bin/streamd" "$bin/bin/streamd"
+export STREAMD_BIN=$bin/streamd STREAMD_DATA=$dir/data
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
+echo "== issue 4: elastic"
+timeout 260 "$root/scripts/device-elastic.sh" "$bin"
+echo "== issue 5: checkpoint cost"
+timeout 120 "$root/scripts/bench-checkpoint.sh" "${CKPT_RECORDS:-20000000}" 1s 3
+echo "== issue 6: latency at half the maximum rate"
+timeout 40 "$root/scripts/latency-half.sh" 3
+echo "== issue 6: Nexmark"
+for q in q0 q1 q2 q5; do
+  timeout 30 "$STREAMD_BIN" bench "nexmark-$q" --duration 4s --out "$bin/nexmark-$q" 2>&1 | grep -E '^(workload|machine|records/s|cpu|latency)'
+done
+echo "== issue 6: Benthos side by side (CSV, then generated records)"
+PEERS_BIN_DIR=$bin UNBATCHED_RUNS=0 timeout 120 "$root/scripts/peers.sh" 2 csv 2>&1 | grep -v '^ *\(streamd\|gochan\|benthos\).* run [0-9]'
+PEERS_BIN_DIR=$bin UNBATCHED_RUNS=0 timeout 90 "$root/scripts/peers.sh" 2 generate 2>&1 | grep -v '^ *\(streamd\|gochan\|benthos\).* run [0-9]'
