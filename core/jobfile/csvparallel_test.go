@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,50 @@ func TestCSVParallelismSameOutput(t *testing.T) {
 		}
 		if policy == "fail" && !strings.Contains(want.err, "in:26668:") || policy != "fail" && want.in != 60000 {
 			t.Errorf("%s: %+v", policy, want)
+		}
+	}
+}
+
+// Where the source's batches end decides where the watermark moves, so
+// which out-of-order records are late and which windows they fall in: a
+// windowed job over out-of-order records, with malformed ones among them,
+// gives the same windows and late count with any parallelism.
+func TestCSVParallelismSameWindows(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("ts,k,v\n")
+	rnd := rand.New(rand.NewPCG(9, 9))
+	for i := range 120000 {
+		ts := i
+		if rnd.IntN(20) == 0 {
+			ts = max(0, i-rnd.IntN(2000)) // out of order, up to 2 s
+		}
+		if i%9001 == 0 {
+			in.WriteString("oops,k1,1\n") // malformed: ends a worker's batch
+		}
+		fmt.Fprintf(&in, "%d,k%d,%d\n", ts, i%13, i%100)
+	}
+	var want string
+	var wantLate int64
+	for i, par := range []string{"1", "3", "0"} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "in"), in.String())
+		job := "on_error: skip\nsource:\n  csv: {path: in, parallelism: " + par + ", columns: {ts: int64, k: string, v: int64}}\n" +
+			"event_time: {field: ts, unit: ms}\nregion:\n  key_by: [k]\n  ops:\n    - window: {size: 100ms, aggregates: {n: count, s: sum(v)}}\n" +
+			"sink:\n  csv: {path: out.csv}\n"
+		rep, err := runJobFile(t, dir, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readFile(t, filepath.Join(dir, "out.csv"))
+		if i == 0 {
+			want, wantLate = got, rep.Late
+			if wantLate == 0 || rep.Skipped != 14 {
+				t.Fatalf("parallelism 1: %d late, %d skipped; the input should have both", rep.Late, rep.Skipped)
+			}
+			continue
+		}
+		if got != want || rep.Late != wantLate {
+			t.Errorf("parallelism %s: %d late (parallelism 1: %d), output equal: %v", par, rep.Late, wantLate, got == want)
 		}
 	}
 }

@@ -46,13 +46,13 @@ func csvParallelism(n int) int {
 //     filled and is kept, in order, as an item of the block's result; the
 //     worker never calls the ErrorPolicy.
 //   - Next takes block i's result from worker i mod k (each worker keeps its
-//     results in order; its channel holds one), hands on the batches and
-//     reports the malformed records to the ErrorPolicy, in file order, from
-//     the calling goroutine.
+//     results in order; its channel holds one), reports the malformed
+//     records to the ErrorPolicy, in file order, from the calling
+//     goroutine, and hands the records on in full batches, as the
+//     sequential reader does (copying where a worker's batch ended early).
 //
-// So the records, their order, their Pos and the ErrorPolicy calls are
-// those of the sequential reader; only where batches end differs (at block
-// ends and before a malformed record). The parity cut is exact only for
+// So the records, their order, their Pos, the batches they come in and the
+// ErrorPolicy calls are those of the sequential reader. The parity cut is exact only for
 // well-formed quoting: when a worker meets a quoting error (a
 // csv.ParseError) in block i, or the reader a read error, Next stops the
 // goroutines when it reaches block i and reads the rest of the file from
@@ -80,8 +80,11 @@ type csvParallel struct {
 	results []chan *csvResult // per worker, to Next
 	free    chan []byte       // block buffers to reuse
 
-	block  int        // index of the next block's result
-	cur    *csvResult // the block Next is handing out
+	block  int         // index of the next block's result
+	cur    *csvResult  // the block Next is handing out
+	src    *core.Batch // a worker's batch Next is copying from, from srcPos
+	srcPos int
+	out    *core.Batch // the batch Next is filling
 	fall   *textSource
 	eof    bool
 	shut   bool // goroutines stopped
@@ -129,15 +132,20 @@ func newCSVParallel(f *os.File, c *csvReader, off, line int64, k, blockSize int)
 func (p *csvParallel) Schema() *core.Schema { return p.schema }
 
 // Next returns the next batch of up to core.BatchSize records, owned by the
-// caller, or (nil, io.EOF) after the last one. Batches come in file order;
-// a batch may be short (it ends at a block end and before a malformed
-// record). Malformed records go to the ErrorPolicy in file order from this
-// goroutine; under Fail Next returns its *core.RecordError (the records
-// before it have been returned already, unless a quoting error earlier in
-// its block made the source fall back to the sequential reader, which drops
-// the batch it was filling). It blocks while the workers parse
-// and returns ctx.Err() once ctx is done; the goroutines start on the first
-// call and run until the end of the file or Close.
+// caller, or (nil, io.EOF) after the last one: the batches of the sequential
+// reader, record for record and boundary for boundary (every batch full but
+// the last), since where a batch ends decides where the source stage moves
+// the watermark, and so which records are late and which windows they fall
+// in. The workers' batches end at block ends and before malformed records;
+// Next copies their records into full batches (one copy per slice, about as
+// costly as the batch's bytes), handing a worker's batch on as it is when it
+// is already full and aligned. Malformed records go to the ErrorPolicy in
+// file order from this goroutine; under Fail Next returns its
+// *core.RecordError and drops the batch it was filling, as the sequential
+// reader does. It blocks while the workers parse and returns ctx.Err() once
+// ctx is done (the batch being filled is kept for the next call); the
+// goroutines start on the first call and run until the end of the file or
+// Close.
 func (p *csvParallel) Next(ctx context.Context) (*core.Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -145,6 +153,57 @@ func (p *csvParallel) Next(ctx context.Context) (*core.Batch, error) {
 	if p.closed {
 		return nil, errClosed
 	}
+	for {
+		if p.src != nil {
+			if p.out == nil {
+				if p.srcPos == 0 { // aligned: no copy
+					b := p.src
+					p.src = nil
+					if b.Full() {
+						return b, nil
+					}
+					p.out = b
+					continue
+				}
+				p.out = core.NewBatch(p.schema)
+			}
+			n := min(core.BatchSize-p.out.Len, p.src.Len-p.srcPos)
+			p.out.AppendRange(p.src, p.srcPos, p.srcPos+n)
+			if p.srcPos += n; p.srcPos == p.src.Len {
+				p.src.Release()
+				p.src, p.srcPos = nil, 0
+			}
+		}
+		if p.out != nil && p.out.Full() {
+			b := p.out
+			p.out = nil
+			return b, nil
+		}
+		b, err := p.pull(ctx)
+		switch {
+		case err == io.EOF:
+			if b := p.out; b != nil {
+				p.out = nil
+				return b, nil
+			}
+			return nil, io.EOF
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil: // the ErrorPolicy's: the sequential reader drops its batch
+			if p.out != nil {
+				p.out.Release()
+				p.out = nil
+			}
+			return nil, err
+		}
+		p.src, p.srcPos = b, 0
+	}
+}
+
+// pull returns the next batch of the workers (or of the sequential reader
+// after a fall-back), in file order, reporting the malformed records before
+// it to the ErrorPolicy; io.EOF after the last.
+func (p *csvParallel) pull(ctx context.Context) (*core.Batch, error) {
 	for {
 		if p.fall != nil {
 			return p.fall.Next(ctx)
@@ -226,6 +285,10 @@ func (p *csvParallel) Close() error {
 	}
 	p.closed = true
 	p.stop()
+	for _, b := range []*core.Batch{p.src, p.out} {
+		b.Release()
+	}
+	p.src, p.out = nil, nil
 	if p.fall != nil {
 		p.fall.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +22,7 @@ import (
 type csvRun struct {
 	recs    []string // "line:|v|v|v"
 	pos     []int64
+	sizes   []int  // the batches' lengths, in order
 	err     string // "" at io.EOF
 	errPos  int64  // the line of the *core.RecordError that stopped it
 	skipped int64
@@ -65,6 +67,7 @@ func runCSV(t testing.TB, path string, opts CSVOptions, mode core.ErrorMode, k, 
 		if b.Len == 0 {
 			t.Fatal("empty batch")
 		}
+		run.sizes = append(run.sizes, b.Len)
 		for i := range b.Len {
 			text = fmt.Appendf(text[:0], "%d:", b.Pos[i])
 			for j, v := range b.Row(i) {
@@ -92,12 +95,10 @@ func runCSV(t testing.TB, path string, opts CSVOptions, mode core.ErrorMode, k, 
 	return run
 }
 
-// sameRun reports how par differs from seq, or "". Under Fail the
-// sequential source drops the records of the batch the malformed record
-// falls in, while the parallel one has handed them on already (its batches
-// end before a malformed record): seq's records need only be a prefix of
-// par's (see failPrefix for the rest).
-func sameRun(seq, par csvRun, mode core.ErrorMode) string {
+// sameRun reports how par differs from seq, or "": the same records, in
+// batches of the same lengths (where a batch ends moves the watermark),
+// the same error, the same counts and dead letters.
+func sameRun(seq, par csvRun) string {
 	if seq.err != par.err {
 		return fmt.Sprintf("error %q, sequential %q", par.err, seq.err)
 	}
@@ -107,41 +108,16 @@ func sameRun(seq, par csvRun, mode core.ErrorMode) string {
 	if seq.letters != par.letters {
 		return fmt.Sprintf("dead letters\n%s\nsequential\n%s", par.letters, seq.letters)
 	}
-	recs := par.recs
-	if mode == core.Fail && seq.err != "" && len(recs) > len(seq.recs) {
-		recs = recs[:len(seq.recs)]
-	}
-	if len(recs) != len(seq.recs) {
+	if len(par.recs) != len(seq.recs) {
 		return fmt.Sprintf("%d records, sequential %d", len(par.recs), len(seq.recs))
 	}
-	for i := range recs {
-		if recs[i] != seq.recs[i] {
-			return fmt.Sprintf("record %d: %q, sequential %q", i, recs[i], seq.recs[i])
-		}
-	}
-	return ""
-}
-
-// failPrefix reports how the records of par, a run stopped by a malformed
-// record under Fail, are not a prefix of those of skip, a Skip run of the
-// same input, up to that record's line; or "". (All of them, unless the
-// parallel source fell back to the sequential reader, which drops the
-// batch it was filling.)
-func failPrefix(skip, par csvRun) string {
-	if par.errPos == 0 {
-		return ""
-	}
-	n := 0
-	for n < len(skip.pos) && skip.pos[n] < par.errPos {
-		n++
-	}
-	if len(par.recs) > n || par.parallel && !par.fell && len(par.recs) != n {
-		return fmt.Sprintf("Fail at line %d: %d records before it, want %d", par.errPos, len(par.recs), n)
-	}
 	for i := range par.recs {
-		if par.recs[i] != skip.recs[i] {
-			return fmt.Sprintf("Fail: record %d: %q, want %q", i, par.recs[i], skip.recs[i])
+		if par.recs[i] != seq.recs[i] {
+			return fmt.Sprintf("record %d: %q, sequential %q", i, par.recs[i], seq.recs[i])
 		}
+	}
+	if !slices.Equal(par.sizes, seq.sizes) {
+		return fmt.Sprintf("batches of %v, sequential %v", par.sizes, seq.sizes)
 	}
 	return ""
 }
@@ -159,20 +135,13 @@ func checkParallelCSV(t *testing.T, content string, opts CSVOptions, ks, blockSi
 		if seq.parallel {
 			t.Fatal("parallelism 1 gave a parallel source")
 		}
-		var skip csvRun
-		if mode == core.Fail {
-			skip = runCSV(t, path, opts, core.Skip, 1, len(content)+1)
-		}
 		for _, k := range ks {
 			for _, bs := range blockSizes {
 				par := runCSV(t, path, opts, mode, k, bs)
 				if !par.parallel && len(content) > bs && !strings.HasPrefix(seq.err, "open:") {
 					t.Fatalf("k=%d block %d: not a parallel source", k, bs)
 				}
-				d := sameRun(seq, par, mode)
-				if d == "" && mode == core.Fail {
-					d = failPrefix(skip, par)
-				}
+				d := sameRun(seq, par)
 				if d != "" {
 					t.Fatalf("policy %v, %d workers, block %d bytes: %s", mode, k, bs, d)
 				}
@@ -282,13 +251,8 @@ func TestCSVParallelProperty(t *testing.T) {
 		}
 		seq := runCSV(t, path, opts, mode, 1, bs)
 		par := runCSV(t, path, opts, mode, k, bs)
-		if d := sameRun(seq, par, mode); d != "" {
+		if d := sameRun(seq, par); d != "" {
 			rt.Fatalf("input %q: %s", content, d)
-		}
-		if mode == core.Fail {
-			if d := failPrefix(runCSV(t, path, opts, core.Skip, 1, bs), par); d != "" {
-				rt.Fatalf("input %q: %s", content, d)
-			}
 		}
 	})
 }
