@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -210,15 +211,42 @@ func (c *checkpointer) write(acks []ckptAck) error {
 		}
 	}
 	sort.Strings(names)
-	ops := make([]string, len(c.ops))
+	ops, states := make([]string, len(c.ops)), make([]string, len(c.ops))
 	for i, d := range c.ops {
-		ops[i] = d.Name
+		ops[i], states[i] = d.Name, d.State
 	}
 	return w.Commit(snapshot.Metadata{
 		Sources:   map[string]int64{"source": info.position},
-		Operators: ops, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
+		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
 		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime)},
 	})
+}
+
+// ErrCheckpointMismatch: the checkpoint to restore was taken by a job whose
+// region differs from this one's (other operators, other state shapes,
+// another key group count). Restoring it would read state of another
+// shape, or silently start some operators empty.
+var ErrCheckpointMismatch = errors.New("the checkpoint does not fit this job")
+
+// checkRestore says whether checkpoint meta can be restored into a region
+// of operators ops with groups key groups (0: no keyed region): the same
+// operators, in the same places, with the same State, and the same key
+// group count.
+func checkRestore(meta *snapshot.Metadata, ops []OperatorDef, groups int) error {
+	id := snapshot.Name(meta.ID)
+	if len(meta.Operators) != len(ops) || len(meta.OperatorStates) != len(ops) {
+		return fmt.Errorf("%w: %s holds %d region operators (%s), the job has %d", ErrCheckpointMismatch, id,
+			len(meta.Operators), strings.Join(meta.Operators, ", "), len(ops))
+	}
+	for i, d := range ops {
+		if meta.OperatorStates[i] != d.State {
+			return fmt.Errorf("%w: %s: region.ops[%d] (%s) was %q, is now %q", ErrCheckpointMismatch, id, i, d.Name, meta.OperatorStates[i], d.State)
+		}
+	}
+	if groups > 0 && meta.KeyGroups > 0 && meta.KeyGroups != groups {
+		return fmt.Errorf("%w: %s has %d key groups, the job %d", ErrCheckpointMismatch, id, meta.KeyGroups, groups)
+	}
+	return nil
 }
 
 // stateFile names operator i's state file from channel c.

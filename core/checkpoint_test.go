@@ -5,11 +5,13 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"streamd/core"
+	"streamd/core/window"
 	"streamd/snapshot"
 )
 
@@ -266,5 +268,62 @@ func TestAlignmentMemoryBounded(t *testing.T) {
 	t.Logf("max in flight %d records (bound %d, input %d, %d checkpoints)", sink.maxInFlight, bound, n, rep.Checkpoints)
 	if sink.maxInFlight > bound {
 		t.Fatalf("%d records in flight during alignment, bound %d", sink.maxInFlight, bound)
+	}
+}
+
+// A checkpoint restores only into a job whose region has the same
+// operators with the same state: a changed window, an operator added in
+// front (which would shift the state files) or another key group count is
+// refused with ErrCheckpointMismatch before anything runs; the same job
+// restores.
+func TestRestoreRefusesAnotherJob(t *testing.T) {
+	recs := genRecords(20000, 50, 4)
+	store, err := snapshot.Open(t.TempDir(), 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := windowJob(recs, 2, &epochMem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2}
+	job.Source = &crashAfter{Source: job.Source, n: 20}
+	if _, err := core.Run(context.Background(), job); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: %v", err)
+	}
+	ck, _, err := store.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := window.New(window.Spec{Name: "per-minute", Key: []string{"k"}, Size: 120e9,
+		Aggs: []window.Agg{{Name: "n", Func: window.Count}}}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
+	for _, c := range []struct {
+		name   string
+		change func(*core.Job)
+		want   string
+	}{
+		{"other window", func(j *core.Job) { j.Region.Ops = []core.OperatorDef{other} }, "region.ops[0] (per-minute) was"},
+		{"operator in front", func(j *core.Job) { j.Region.Ops = append([]core.OperatorDef{filter}, j.Region.Ops...) }, "holds 1 region operators"},
+		{"key groups", func(j *core.Job) { j.Region.Groups = 1024 }, "key groups"},
+		{"same job", func(*core.Job) {}, ""}, // last: it completes and clears the store
+	} {
+		sink := &epochMem{}
+		job, err := windowJob(recs, 3, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.change(job)
+		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1000, Restore: ck}
+		_, err = core.Run(context.Background(), job)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (!errors.Is(err, core.ErrCheckpointMismatch) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want ErrCheckpointMismatch naming %q", c.name, err, c.want)
+		}
 	}
 }

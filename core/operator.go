@@ -98,6 +98,13 @@ type OperatorDef struct {
 	// Stats, if set, adds operator-specific figures to the final report
 	// (e.g. cache hits); called after the job ends.
 	Stats func() map[string]int64
+	// State, for an operator whose instances keep state in checkpoints
+	// (Snapshotter), says in words everything that state's meaning and
+	// format depend on: its kind, key, key groups, window and aggregates.
+	// A checkpoint records it, and a restore into an operator whose State
+	// differs is refused (ErrCheckpointMismatch) rather than reading state
+	// of another shape. Empty for stateless operators.
+	State string
 }
 
 // Counters are an operator's record counts, summed over its instances.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -218,6 +219,14 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		replay = NewReplayable(job.Source)
 		job.Source = replay
 		if cp.Restore != nil {
+			var ops []OperatorDef
+			groups := 0
+			if reg := job.Region; reg != nil {
+				ops, groups = reg.Ops, cmp.Or(reg.Groups, kvstate.DefaultGroups)
+			}
+			if err := checkRestore(&cp.Restore.Meta, ops, groups); err != nil {
+				return nil, err
+			}
 			r.restore = cp.Restore
 			if err := replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
 				return nil, err

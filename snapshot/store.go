@@ -55,6 +55,10 @@ type Metadata struct {
 	Sources map[string]int64 `json:"sources,omitempty"`
 	// Operators lists the stateful operators whose state is in Files.
 	Operators []string `json:"operators,omitempty"`
+	// OperatorStates says, for each of Operators, what its state depends
+	// on (core.OperatorDef.State; "" for a stateless one): a restore into
+	// a job whose operators differ is refused.
+	OperatorStates []string `json:"operator_states,omitempty"`
 	KeyGroups int      `json:"key_groups,omitempty"`
 	Channels  int      `json:"channels,omitempty"`
 	// Watermark is the event time (ns) the job had reached.

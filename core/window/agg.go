@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"streamd/core"
 	"streamd/kvstate"
@@ -38,6 +39,25 @@ func ParseFunc(s string) (Func, error) {
 		return CountIf, nil
 	}
 	return 0, fmt.Errorf("unknown aggregate %q (expected count, sum, min, max, avg or count_if)", s)
+}
+
+// String is the function's name in job files ("count", "sum", …).
+func (f Func) String() string {
+	switch f {
+	case Count:
+		return "count"
+	case Sum:
+		return "sum"
+	case Min:
+		return "min"
+	case Max:
+		return "max"
+	case Avg:
+		return "avg"
+	case CountIf:
+		return "count_if"
+	}
+	return fmt.Sprintf("Func(%d)", uint8(f))
 }
 
 // Predicate is a compiled boolean expression over a record (eval.Program
@@ -88,6 +108,38 @@ func bindKeyedAgg(name string, groups int, keyNames []string, specs []Agg, in *c
 		return k, fmt.Errorf("%s: output: %w", name, err)
 	}
 	return k, nil
+}
+
+// describe says what the state of an operator over k depends on, for
+// core.OperatorDef.State: the key group count, the key fields and the
+// aggregates with their inputs.
+func (k keyedAgg) describe(specs []Agg) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "key_groups=%d key=(", k.groups)
+	for j, n := range k.key.names {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", n, k.key.types[j])
+	}
+	b.WriteString(") aggregates=(")
+	for j, a := range specs {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s=%s(", a.Name, a.Func)
+		switch {
+		case a.Func == CountIf:
+			if s, ok := a.If.(interface{ Source() string }); ok {
+				b.WriteString(s.Source())
+			}
+		case a.Field != "":
+			fmt.Fprintf(&b, "%s %s", a.Field, k.aggs[j].in)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // bound is an Agg resolved against the input schema.

@@ -33,7 +33,7 @@ func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
 	spec.Groups = ka.groups
 	key, aggs, out := ka.key, ka.aggs, ka.out
 	state := kvstate.NewMap[uint64, running](spec.Groups)
-	return core.OperatorDef{Name: spec.Name, Out: out, New: func(env core.Env) (core.Operator, error) {
+	return core.OperatorDef{Name: spec.Name, Out: out, State: "aggregate " + ka.describe(spec.Aggs), New: func(env core.Env) (core.Operator, error) {
 		return &runningOp{spec: spec, key: key, aggs: aggs, state: state, env: env, sizes: make([]int32, spec.Groups)}, nil
 	}}, nil
 }

@@ -232,3 +232,24 @@ func rowText(s *core.Schema, r []core.Value) string {
 	}
 	return string(b)
 }
+
+// OperatorDef.State names everything a window's or running aggregate's
+// state depends on, so that a checkpoint is not restored into another.
+func TestOperatorState(t *testing.T) {
+	def, err := New(Spec{Name: "w", Key: []string{"k"}, Size: 10e9, Slide: 5e9, Groups: 64,
+		Aggs: []Agg{{Name: "n", Func: Count}, {Name: "s", Func: Sum, Field: "v"}}}, snapSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "window size=10000000000ns slide=5000000000ns key_groups=64 key=(k string) aggregates=(n=count(), s=sum(v int64))"
+	if def.State != want {
+		t.Errorf("window State\n%q, want\n%q", def.State, want)
+	}
+	run, err := NewRunning(RunningSpec{Name: "r", Key: []string{"k"}, Aggs: []Agg{{Name: "hi", Func: Max, Field: "v"}}}, snapSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "aggregate key_groups=4096 key=(k string) aggregates=(hi=max(v int64))"; run.State != want {
+		t.Errorf("running State %q, want %q", run.State, want)
+	}
+}

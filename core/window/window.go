@@ -91,6 +91,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Name:  spec.Name,
 		Out:   out,
 		Order: order,
+		State: fmt.Sprintf("window size=%dns slide=%dns %s", spec.Size, spec.Slide, ka.describe(spec.Aggs)),
 		New: func(env core.Env) (core.Operator, error) {
 			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
 				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
