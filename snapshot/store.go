@@ -59,8 +59,8 @@ type Metadata struct {
 	// on (core.OperatorDef.State; "" for a stateless one): a restore into
 	// a job whose operators differ is refused.
 	OperatorStates []string `json:"operator_states,omitempty"`
-	KeyGroups int      `json:"key_groups,omitempty"`
-	Channels  int      `json:"channels,omitempty"`
+	KeyGroups      int      `json:"key_groups,omitempty"`
+	Channels       int      `json:"channels,omitempty"`
 	// Watermark is the event time (ns) the job had reached.
 	Watermark int64             `json:"watermark,omitempty"`
 	Extra     map[string]string `json:"extra,omitempty"`
