@@ -46,10 +46,12 @@ type CSVOptions struct {
 //	flights.csv:17: field "delay": "abc" is not an int64
 //
 // where line is the 1-based line the record starts on, the header line
-// counted. Empty lines are skipped. An input with no header line where one
-// is expected is an error ("empty input: no header"); a header alone gives
-// zero records. String fields of up to 64 Ki distinct values per column are
-// interned.
+// counted. Empty lines are skipped. A UTF-8 byte order mark at the start
+// of the input is dropped before parsing, so it is in no field (with or
+// without a header, quoted or not) and a mark alone is an empty input. An
+// input with no header line where one is expected is an error ("empty
+// input: no header"); a header alone gives zero records. String fields of
+// up to 64 Ki distinct values per column are interned.
 //
 // CSV reads the header before it returns, so it blocks while the input
 // does.
@@ -91,7 +93,12 @@ func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize i
 	}
 	if f, ok := closer.(*os.File); ok && csvParallelism(opts.Parallelism) > 1 {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(blockSize) {
-			off := r.r.InputOffset() // after the header, if any
+			mark, err := bomAt(f) // dropped by the bomReader: not in InputOffset
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("csv source %s: %w", name, err)
+			}
+			off := mark + r.r.InputOffset() // after the header, if any
 			line, err := linesBefore(f, off)
 			if err != nil {
 				f.Close()
@@ -163,7 +170,6 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 			return nil, fmt.Errorf("csv source %s: header: %w", input, err)
 		}
 		header = append([]string(nil), header...) // ReuseRecord: the next Read overwrites it
-		header[0] = strings.TrimPrefix(header[0], "\uFEFF")
 		c.want = len(header)
 		if len(fields) == 0 {
 			for i, h := range header {

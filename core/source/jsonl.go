@@ -29,7 +29,7 @@ import (
 // that is not one valid JSON object, a field that is missing or null (core
 // has no null, and a silent zero would corrupt sums and keys), and a value
 // of the wrong type. Blank lines are skipped (and counted for line
-// numbers). The steady path allocates nothing per record: the line is
+// numbers); a UTF-8 byte order mark at the start of the input is dropped. The steady path allocates nothing per record: the line is
 // parsed in place and strings of up to 64 Ki distinct values per field are
 // interned.
 func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {

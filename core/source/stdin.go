@@ -54,16 +54,17 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 	var (
 		rr     recordReader
 		schema *core.Schema
+		rin    = newBOMReader(in) // s.in stays in, for Close
 	)
 	switch format {
 	case "csv":
-		r, err := newCSVReader("stdin", in, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
+		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
 		if err != nil {
 			return nil, err
 		}
 		rr, schema = r, r.schema
 	case "jsonl":
-		r, err := newJSONLReader("stdin", in, opts.Columns, errs)
+		r, err := newJSONLReader("stdin", rin, opts.Columns, errs)
 		if err != nil {
 			return nil, err
 		}

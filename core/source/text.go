@@ -27,13 +27,14 @@ type recordReader interface {
 }
 
 // openInput returns r when it is set (its name in errors: path, or
-// "stdin" when path is empty), or opens the file at path.
+// "stdin" when path is empty), or opens the file at path; in reads it
+// without a leading byte order mark (bomReader).
 func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.Closer, err error) {
 	if r != nil {
 		if path == "" {
 			path = "stdin"
 		}
-		return path, bufio.NewReaderSize(r, 64<<10), nil, nil
+		return path, bufio.NewReaderSize(newBOMReader(r), 64<<10), nil, nil
 	}
 	if path == "" {
 		return "", nil, nil, fmt.Errorf("%s source: no path and no reader", kind)
@@ -46,7 +47,7 @@ func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.
 		f.Close()
 		return "", nil, nil, fmt.Errorf("%s source %s: is a directory", kind, path)
 	}
-	return path, bufio.NewReaderSize(f, readBufferSize), f, nil
+	return path, bufio.NewReaderSize(newBOMReader(f), readBufferSize), f, nil
 }
 
 // textSource is a finite source over a recordReader: a CSV or JSONL file,
