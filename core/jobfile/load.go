@@ -138,6 +138,9 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(f.ast.Docs) == 0 || f.ast.Docs[0].Body == nil || f.ast.Docs[0].Body.Type() == ast.CommentType {
 		return nil, &Error{File: path, Msg: "empty job file (expected at least source: and sink:)"}
 	}
+	if err := f.checkIntegers(); err != nil {
+		return nil, err
+	}
 	if err := yaml.UnmarshalWithOptions([]byte(text), &f.Spec, yaml.DisallowUnknownField(), yaml.UseOrderedMap()); err != nil {
 		return nil, f.yamlError(err)
 	}
