@@ -27,7 +27,10 @@ import (
 
 // Options override parts of the file at build time.
 type Options struct {
-	// Channels, if > 0, replaces region.channels.
+	// Channels, if > 0, replaces region.channels (streamd run and bench
+	// --channels). A job without a region, or a value out of range (0 is
+	// "not set"; negative is out of range), is an error that names
+	// --channels, not a position in the file.
 	Channels int
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
@@ -36,10 +39,12 @@ type Options struct {
 	// Restore is "" (start fresh), "latest" (the newest valid checkpoint
 	// in checkpoint.dir) or a checkpoint directory.
 	Restore string
-	// Validate builds without side effects on disk (no checkpoint
-	// directory is created).
+	// Validate builds without side effects on disk: checkpoint.dir is
+	// only read (not created, not cleaned up), and checkpoints of an
+	// unfinished run in it are mentioned through Warn, not refused.
 	Validate bool
-	// Warn receives warnings (a corrupt checkpoint skipped on restore).
+	// Warn receives warnings (a corrupt checkpoint skipped on restore)
+	// and, under Validate, notes (checkpoints of an unfinished run).
 	Warn func(msg string)
 }
 
@@ -56,6 +61,11 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	errs, err := core.NewErrorPolicy(mode, f.path(s.DeadLetterPath))
 	if err != nil {
 		return nil, f.errAt("on_error", "%s", strings.TrimPrefix(err.Error(), "on_error: "))
+	}
+	if s.DeadLetterPath != "" {
+		if err := f.checkDeadLetterPath("dead_letter_path", f.path(s.DeadLetterPath)); err != nil {
+			return nil, err
+		}
 	}
 	job := &core.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
 	if job.Name == "" {
@@ -82,19 +92,22 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	if job.Pre, schema, err = f.buildOps("pipeline", s.Pipeline, schema, errs, nil); err != nil {
 		return nil, err
 	}
+	if opt.Channels != 0 && s.Region == nil {
+		return nil, fmt.Errorf("--channels %d: %s has no parallel region (region:) whose channels it could set", opt.Channels, f.Path)
+	}
+	if opt.Channels < 0 || opt.Channels > maxChannels {
+		return nil, fmt.Errorf("--channels %d: channels must be between 1 and %d", opt.Channels, maxChannels)
+	}
 	if r := s.Region; r != nil {
 		reg := &core.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
 		if r.Channels != nil {
 			reg.Channels = *r.Channels
-			if reg.Channels < 1 {
-				return nil, f.errAt("region.channels", "channels must be between 1 and 1024, not %d", reg.Channels)
+			if reg.Channels < 1 || reg.Channels > maxChannels {
+				return nil, f.errAt("region.channels", "channels must be between 1 and %d, not %d", maxChannels, reg.Channels)
 			}
 		}
 		if opt.Channels > 0 {
 			reg.Channels = opt.Channels
-		}
-		if reg.Channels < 0 || reg.Channels > 1024 {
-			return nil, f.errAt("region.channels", "channels must be between 1 and 1024, not %d", reg.Channels)
 		}
 		if reg.Groups == 0 {
 			reg.Groups = kvstate.DefaultGroups
@@ -103,6 +116,9 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 			return nil, f.errAt("region.key_groups", "%v", err)
 		}
 		if reg.Channels > reg.Groups && len(reg.Key) > 0 {
+			if opt.Channels > 0 {
+				return nil, fmt.Errorf("--channels %d: more channels than the region's %d key groups (region.key_groups)", reg.Channels, reg.Groups)
+			}
 			return nil, f.errAt("region.channels", "%d channels but only %d key groups", reg.Channels, reg.Groups)
 		}
 		for i, k := range r.KeyBy {
@@ -138,6 +154,9 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	ok = true
 	return job, nil
 }
+
+// maxChannels bounds region.channels and --channels.
+const maxChannels = 1024
 
 func baseName(p string) string {
 	if i := strings.LastIndexByte(p, '/'); i >= 0 {
@@ -229,8 +248,8 @@ func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Parallelism < 0 {
-			return nil, f.errAt("source.csv.parallelism", "parallelism must be 0 (auto) or more, not %d", c.Parallelism)
+		if c.Parallelism < 0 || c.Parallelism > maxCSVParallelism {
+			return nil, f.errAt("source.csv.parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 		}
 		opts.Parallelism = c.Parallelism
 		if s, err = source.CSV(f.path(c.Path), opts, errs); err != nil {
@@ -304,6 +323,12 @@ func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 	}
 	return s, nil
 }
+
+// maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine
+// keeps about two blocks of 256 KiB and their parsed records in flight
+// (1000 goroutines took 520 MB), and more goroutines than cores gain
+// nothing.
+const maxCSVParallelism = 256
 
 func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice) (source.CSVOptions, error) {
 	opts := source.CSVOptions{Header: header == nil || *header}
@@ -724,10 +749,16 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 			}
 			opts.Delimiter = r[0]
 		}
+		if err := f.checkSinkPath("sink.csv.path", f.path(c.Path)); err != nil {
+			return nil, err
+		}
 		return mkdirSink{sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path)), "sink directory"}, nil
 	case 1:
 		if sk.JSONL.Path == "" {
 			return nil, f.errAt("sink.jsonl", "missing path")
+		}
+		if err := f.checkSinkPath("sink.jsonl.path", f.path(sk.JSONL.Path)); err != nil {
+			return nil, err
 		}
 		return mkdirSink{sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path)), "sink directory"}, nil
 	}
@@ -828,10 +859,10 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
 	}
 	cp := &core.Checkpointing{Interval: interval, Timeout: timeout}
-	if opt.Validate {
-		return cp, nil
-	}
 	dir := f.path(c.Dir)
+	if opt.Validate {
+		return cp, f.viewCheckpoints(dir, opt)
+	}
 	if cp.Store, err = snapshot.Open(dir, retain, nil); err != nil {
 		return nil, f.errAt("checkpoint.dir", "%v", err)
 	}
@@ -848,6 +879,9 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 			if opt.Warn != nil {
 				opt.Warn(fmt.Sprintf("skipping checkpoint: %v", s))
 			}
+		}
+		if errors.Is(err, snapshot.ErrNoCheckpoint) {
+			return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
@@ -869,6 +903,28 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 		}
 	}
 	return cp, nil
+}
+
+// viewCheckpoints checks checkpoint.dir for validate without changing
+// anything on disk: a path that exists and is not a directory is an error;
+// complete checkpoints of an unfinished run are not (the job may be about
+// to be resumed with --restore), but are mentioned through opt.Warn.
+func (f *File) viewCheckpoints(dir string, opt Options) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return f.checkParents("checkpoint.dir", filepath.Join(dir, "chk"))
+	}
+	if !st.IsDir() {
+		return f.errAt("checkpoint.dir", "%s is %s, not a directory", dir, fileKind(st.Mode()))
+	}
+	n, err := snapshot.View(dir, nil).Count()
+	if err != nil {
+		return f.errAt("checkpoint.dir", "%v", err)
+	}
+	if n > 0 && opt.Warn != nil {
+		opt.Warn(fmt.Sprintf("%s holds %d checkpoint(s) of an unfinished run: run --restore latest resumes it; run without --restore refuses to start until the directory is removed", dir, n))
+	}
+	return nil
 }
 
 // buildElastic configures live channel changes: a controller policy, or a

@@ -1,0 +1,82 @@
+package jobfile
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// checkSinkPath refuses, when the job is built, a file sink path that the
+// sink could not replace at the end of the job: an existing directory,
+// device, FIFO, socket or symbolic link (the sink renames its temporary
+// file over the path, which would replace the link rather than write
+// through it; core/sink refuses these too, but only once the job runs), or
+// a path under an existing file. A path that does not exist yet is fine:
+// the sink creates its directory. key is the job file key the path is at.
+func (f *File) checkSinkPath(key, p string) error {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return f.checkParents(key, p)
+	}
+	if st.Mode().IsRegular() {
+		return nil
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return f.errAt(key, "%s is a symbolic link: the sink would replace the link with its output (expected the path of a regular file, or of one to create)", p)
+	}
+	return f.errAt(key, "%s is %s (expected the path of a regular file, or of one to create)", p, fileKind(st.Mode()))
+}
+
+// checkDeadLetterPath refuses a dead-letter path that cannot be opened for
+// appending: an existing directory or socket (or a link to one), or a path
+// under an existing file. The file is appended to, not replaced, so a
+// device (/dev/stderr) or a FIFO is allowed.
+func (f *File) checkDeadLetterPath(key, p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return nil // a dangling link: opening it creates its target
+		}
+		return f.checkParents(key, p)
+	}
+	if m := st.Mode(); m.IsDir() || m&fs.ModeSocket != 0 {
+		return f.errAt(key, "%s is %s (expected the path of a file to append to, or of one to create)", p, fileKind(m))
+	}
+	return nil
+}
+
+// checkParents refuses a path whose nearest existing parent is not a
+// directory (out/result.csv where out is a file). Any other problem (no
+// permission) is left to the sink, when the job runs.
+func (f *File) checkParents(key, p string) error {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err == nil {
+			if !st.IsDir() {
+				return f.errAt(key, "%s is not a directory, so %s cannot be created in it", d, p)
+			}
+			return nil
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}

@@ -1,0 +1,185 @@
+package jobfile
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"streamd/snapshot"
+)
+
+// buildText writes job text into dir/job.yaml, loads and builds it, and
+// closes the source.
+func buildText(t *testing.T, dir, text string, opt Options) error {
+	t.Helper()
+	job := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(job, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(job)
+	if err != nil {
+		return err
+	}
+	j, err := f.Build(opt)
+	if err != nil {
+		return err
+	}
+	j.Source.Close()
+	return nil
+}
+
+// A file sink path that exists and is not a regular file, or lies under a
+// file, is a configuration error at the path's position when the job is
+// built; a path that does not exist yet, or a regular file, is not. The
+// dead-letter file, appended to rather than replaced, may be a device or a
+// FIFO but not a directory or a socket.
+func TestOutputPaths(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, make func(p string) error) string {
+		p := filepath.Join(dir, name)
+		if err := make(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	file := mk("file.csv", func(p string) error { return os.WriteFile(p, nil, 0o644) })
+	subdir := mk("subdir", func(p string) error { return os.Mkdir(p, 0o755) })
+	fifo := mk("fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) })
+	sock := mk("sock", func(p string) error {
+		l, err := net.Listen("unix", p)
+		if err == nil {
+			l.(*net.UnixListener).SetUnlinkOnClose(false)
+			l.Close()
+		}
+		return err
+	})
+	linkFile := mk("link-file", func(p string) error { return os.Symlink(file, p) })
+	linkDir := mk("link-dir", func(p string) error { return os.Symlink(subdir, p) })
+	dangling := mk("dangling", func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere"), p) })
+
+	for _, c := range []struct {
+		path string
+		sink string // "" if allowed, else the start of the message after the path
+		dead string
+	}{
+		{filepath.Join(dir, "new", "deeper", "out.csv"), "", ""},
+		{file, "", ""},
+		{subdir, "is a directory", "is a directory"},
+		{"/dev/null", "is a device", ""},
+		{fifo, "is a FIFO", ""},
+		{sock, "is a socket", "is a socket"},
+		{linkFile, "is a symbolic link", ""},
+		{linkDir, "is a symbolic link", "is a directory"},
+		{dangling, "is a symbolic link", ""},
+		{filepath.Join(file, "out.csv"), "is not a directory", "is not a directory"},
+		{filepath.Join(file, "a", "out.csv"), "is not a directory", "is not a directory"},
+	} {
+		for _, k := range []struct{ kind, key, text, want string }{
+			{"csv sink", "sink.csv.path", "source: {generator: {count: 1}}\nsink:\n  csv: {path: " + c.path + "}\n", c.sink},
+			{"jsonl sink", "sink.jsonl.path", "source: {generator: {count: 1}}\nsink:\n  jsonl: {path: " + c.path + "}\n", c.sink},
+			{"dead letters", "dead_letter_path", "on_error: dead_letter\ndead_letter_path: " + c.path + "\nsource: {generator: {count: 1}}\nsink: {discard: {}}\n", c.dead},
+		} {
+			err := buildText(t, dir, k.text, Options{})
+			rel := strings.TrimPrefix(c.path, dir+"/")
+			if k.want == "" {
+				if err != nil {
+					t.Errorf("%s %s: %v", k.kind, rel, err)
+				}
+				continue
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Path != k.key || e.Line == 0 || !strings.Contains(e.Msg, k.want) {
+				t.Errorf("%s %s: got %v; want an error at %s saying %q", k.kind, rel, err, k.key, k.want)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("building the job created the sink's directory")
+	}
+}
+
+// --channels (Options.Channels) errors name the flag, not a line of the
+// file: a job without a region, a value out of range, more channels than
+// key groups.
+func TestChannelsOption(t *testing.T) {
+	dir := t.TempDir()
+	noRegion := "source: {generator: {count: 10}}\nsink: {discard: {}}\n"
+	keyed := "source: {generator: {count: 10}}\nregion:\n  channels: 2\n  key_by: [key]\n  key_groups: 16\n  ops: [{filter: value > 0}]\nsink: {discard: {}}\n"
+	for _, c := range []struct {
+		text     string
+		channels int
+		want     string
+	}{
+		{noRegion, 4, "--channels 4: " + filepath.Join(dir, "job.yaml") + " has no parallel region"},
+		{keyed, 5000, "--channels 5000: channels must be between 1 and 1024"},
+		{keyed, -1, "--channels -1: channels must be between 1 and 1024"},
+		{keyed, 32, "--channels 32: more channels than the region's 16 key groups"},
+		{keyed, 16, ""},
+		{noRegion, 0, ""},
+	} {
+		err := buildText(t, dir, c.text, Options{Channels: c.channels})
+		var e *Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("channels %d: %v", c.channels, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || errors.As(err, &e)):
+			t.Errorf("channels %d: got %v; want an error (not at a position in the file) starting %q", c.channels, err, c.want)
+		}
+	}
+}
+
+// Validate changes nothing on disk: checkpoint.dir is not created, and
+// checkpoints of an unfinished run in it are mentioned, not refused.
+func TestValidateCheckpointDir(t *testing.T) {
+	dir := t.TempDir()
+	text := "source: {generator: {count: 10}}\nsink: {csv: {path: out/out.csv}}\ncheckpoint: {dir: ck}\n"
+	var notes []string
+	opt := Options{Validate: true, Warn: func(m string) { notes = append(notes, m) }}
+	if err := buildText(t, dir, text, opt); err != nil {
+		t.Fatal(err)
+	}
+	ck := filepath.Join(dir, "ck")
+	if _, err := os.Stat(ck); err == nil {
+		t.Fatal("validate created checkpoint.dir")
+	}
+	store, err := snapshot.Open(ck, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := store.Begin(1)
+	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 5}}); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(ck, ".tmp-chk-2") // a crashed run's partial checkpoint
+	os.Mkdir(stray, 0o755)
+	if err := buildText(t, dir, text, opt); err != nil {
+		t.Fatalf("validate with checkpoints of an unfinished run: %v", err)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "1 checkpoint(s) of an unfinished run") {
+		t.Errorf("notes %q", notes)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Errorf("validate cleaned up checkpoint.dir: %v", err)
+	}
+	// A checkpoint.dir that is a file is an error at its line.
+	os.WriteFile(filepath.Join(dir, "ckfile"), nil, 0o644)
+	err = buildText(t, dir, strings.Replace(text, "dir: ck", "dir: ckfile", 1), opt)
+	var e *Error
+	if !errors.As(err, &e) || e.Path != "checkpoint.dir" || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("checkpoint.dir a file: %v", err)
+	}
+}
+
+// --restore latest with no checkpoint is snapshot.ErrNoCheckpoint, saying
+// how to start afresh.
+func TestRestoreWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	err := buildText(t, dir, "source: {generator: {count: 10}}\nsink: {discard: {}}\ncheckpoint: {dir: ck}\n", Options{Restore: "latest"})
+	if !errors.Is(err, snapshot.ErrNoCheckpoint) || !strings.Contains(err.Error(), "run without --restore to start afresh") {
+		t.Errorf("got %v", err)
+	}
+}
