@@ -44,7 +44,13 @@ func newBenchCmd() *cobra.Command {
 		Long: `Run a benchmark workload and report records in/out, records/s (also per
 core of CPU used) and latency percentiles (from each batch's entry stamp, or
 in open loop (--rate) its intended send time, to the sink). Writes
-report.json, latency.hgrm, latency.png and throughput.png into --out.`,
+report.json, latency.hgrm, latency.png and throughput.png into --out.
+
+--duration 0 sets no time limit: the run lasts until the source ends (flights
+and ring end by themselves; the generator workloads with --count N) or until
+Ctrl-C, which ends the run normally, with its reports. A generator workload
+without --count then runs until Ctrl-C. elastic spreads its rate steps over
+6s when --duration is 0.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if fl.list {
 				return cobra.NoArgs(cmd, args)
@@ -60,7 +66,7 @@ report.json, latency.hgrm, latency.png and throughput.png into --out.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&fl.list, "list", false, "list the workloads")
-	f.DurationVar(&fl.duration, "duration", 5*time.Second, "stop after this long (a source that ends first ends the run)")
+	f.DurationVar(&fl.duration, "duration", 5*time.Second, "stop after this long (a source that ends first ends the run); 0: no time limit (see above)")
 	f.Float64Var(&fl.rate, "rate", 0, "open loop at this many records/s (0: closed loop, as fast as possible)")
 	f.Int64Var(&fl.count, "count", 0, "records from the source (0: the workload's default, unbounded for generators)")
 	f.IntVar(&fl.channels, "channels", 0, "channel count of the parallel region (0: the workload's default)")

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -21,7 +26,14 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "List the checkpoints of a checkpoint directory, newest first, with their verification status",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			list, err := snapshot.View(args[0], nil).List()
+			dir := args[0]
+			if err := isDir(dir); err != nil {
+				return usageErr(fmt.Errorf("checkpoints list: %w", err))
+			}
+			if _, err := os.Stat(filepath.Join(dir, snapshot.MetadataFile)); err == nil {
+				return usageErr(fmt.Errorf("checkpoints list: %s is a checkpoint, not a checkpoint directory: use streamd checkpoints inspect %s, or list its parent", dir, dir))
+			}
+			list, err := snapshot.View(dir, nil).List()
 			if err != nil {
 				return jobErr(err)
 			}
@@ -47,6 +59,9 @@ func newCheckpointsCmd() *cobra.Command {
 		Short: "Show a checkpoint's metadata, files, sizes and checksum status",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkpointArg("checkpoints inspect", args[0]); err != nil {
+				return usageErr(err)
+			}
 			c, err := snapshot.Load(args[0], nil)
 			if err != nil {
 				return jobErr(err)
@@ -56,6 +71,48 @@ func newCheckpointsCmd() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// isDir returns an error saying what dir is when it is not a directory.
+func isDir(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s does not exist", dir)
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// checkpointArg checks that dir, given to what (--restore, checkpoints
+// inspect), is one checkpoint (a chk-… directory with a _metadata file),
+// and says what it is otherwise: missing, a file, the checkpoint directory
+// above the checkpoints (then naming its newest entry), or another
+// directory. A checkpoint that is there but fails verification is not
+// refused here: loading it reports the corruption.
+func checkpointArg(what, dir string) error {
+	if err := isDir(dir); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, snapshot.MetadataFile)); err == nil {
+		return nil
+	}
+	if n, err := snapshot.View(dir, nil).Count(); err == nil && n > 0 {
+		newest := ""
+		entries, _ := os.ReadDir(dir) // sorted by name: chk-<zero-padded id>
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "chk-") {
+				newest = filepath.Join(dir, e.Name())
+			}
+		}
+		return fmt.Errorf("%s: %s is a checkpoint directory holding %d checkpoint(s), not one checkpoint: pass one of its chk-… entries (the newest is %s), or see streamd checkpoints list %s",
+			what, dir, n, newest, dir)
+	}
+	return fmt.Errorf("%s: %s is not a checkpoint (it has no %s file)", what, dir, snapshot.MetadataFile)
 }
 
 func inspect(w io.Writer, c *snapshot.Checkpoint) {

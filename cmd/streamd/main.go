@@ -57,7 +57,7 @@ func newRoot() *cobra.Command {
 	}
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		cmd.Help()
-		return usageErr(errors.New("no command given (expected run or validate)"))
+		return usageErr(errors.New("no command given (expected run, validate, bench or checkpoints)"))
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd())
 	root.AddCommand(newBenchCmd())

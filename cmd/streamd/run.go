@@ -45,10 +45,13 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("channels") && fl.channels < 1 {
+				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
+			}
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region (overrides region.channels)")
+	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	cmd.Flags().StringVar(&fl.memProfile, "memprofile", "", "write a heap profile (pprof) to this file at the end")
@@ -69,9 +72,18 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	if err != nil {
 		return usageErr(err)
 	}
+	if fl.restore != "" && fl.restore != "latest" {
+		if err := checkpointArg("--restore", fl.restore); err != nil {
+			return usageErr(err)
+		}
+	}
 	opts := jobfile.Options{Channels: fl.channels, Restore: fl.restore,
 		Warn: func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }}
 	if fl.elasticLog != "" {
+		// Its directory is created, as the sinks' are.
+		if err := os.MkdirAll(filepath.Dir(fl.elasticLog), 0o755); err != nil {
+			return usageErr(fmt.Errorf("elastic log: %w", err))
+		}
 		lf, err := os.Create(fl.elasticLog)
 		if err != nil {
 			return usageErr(fmt.Errorf("elastic log: %w", err))
@@ -93,7 +105,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		opts.ElasticLog = lf
 	}
 	job, err := f.Build(opts)
-	if errors.Is(err, snapshot.ErrNoCheckpoint) || errors.Is(err, snapshot.ErrCorrupt) {
+	if errors.Is(err, snapshot.ErrCorrupt) {
 		return jobErr(err) // the job file is fine; its checkpoints are not
 	}
 	if err != nil {

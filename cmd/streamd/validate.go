@@ -18,7 +18,10 @@ func newValidateCmd() *cobra.Command {
 			if err != nil {
 				return usageErr(err)
 			}
-			job, err := f.Build(jobfile.Options{})
+			// Validate changes nothing on disk (checkpoint.dir is only
+			// read); notes about it go to standard error.
+			job, err := f.Build(jobfile.Options{Validate: true,
+				Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "streamd: note:", msg) }})
 			if err != nil {
 				return usageErr(err)
 			}

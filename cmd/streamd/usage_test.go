@@ -1,0 +1,150 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/snapshot"
+)
+
+// checkpointJob writes a job with a checkpoint: section and, if ids are
+// given, complete checkpoints with those ids in its checkpoint directory,
+// as an unfinished run leaves them. It returns the job file and the
+// checkpoint directory.
+func checkpointJob(t *testing.T, ids ...uint64) (job, ck string) {
+	t.Helper()
+	dir := t.TempDir()
+	job = filepath.Join(dir, "job.yaml")
+	writeTestFile(t, job, "source: {generator: {count: 100}}\nsink: {csv: {path: out/out.csv}}\ncheckpoint: {dir: ck}\n")
+	ck = filepath.Join(dir, "ck")
+	if len(ids) == 0 {
+		return job, ck
+	}
+	store, err := snapshot.Open(ck, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		w, err := store.Begin(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": int64(id)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return job, ck
+}
+
+// Usage and configuration errors of the command line exit 2 with a message
+// that says what is wrong and, where there is one, what to do instead.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	noRegion := filepath.Join(dir, "noregion.yaml")
+	writeTestFile(t, noRegion, "source: {generator: {count: 10}}\nsink: {discard: {}}\n")
+	keyed := filepath.Join(dir, "keyed.yaml")
+	writeTestFile(t, keyed, "source: {generator: {count: 10}}\nregion:\n  channels: 2\n  key_by: [key]\n  ops: [{filter: value > 0}]\nsink: {discard: {}}\n")
+	fresh, freshCk := checkpointJob(t)
+	_, ck := checkpointJob(t, 1, 2)
+	notCk := t.TempDir()
+	sinkDir := filepath.Join(dir, "sinkdir.yaml")
+	writeTestFile(t, sinkDir, "source: {generator: {count: 10}}\nsink:\n  csv: {path: out}\n")
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	chk := filepath.Join(ck, snapshot.Name(2))
+
+	for _, c := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // the whole of standard error, or its start when it ends in "…"
+	}{
+		{"no command", nil, 2, "streamd: no command given (expected run, validate, bench or checkpoints)\n"},
+		{"zero channels", []string{"run", keyed, "--channels", "0"}, 2, "streamd: --channels must be ≥ 1, not 0\n"},
+		{"channels without a region", []string{"run", noRegion, "--channels", "4"}, 2,
+			"streamd: --channels 4: " + noRegion + " has no parallel region (region:) whose channels it could set\n"},
+		{"too many channels", []string{"run", keyed, "--channels", "5000"}, 2,
+			"streamd: --channels 5000: channels must be between 1 and 1024\n"},
+		{"validate a sink path that is a directory", []string{"validate", sinkDir}, 2,
+			"streamd: " + sinkDir + ":3:15: sink.csv.path: " + filepath.Join(dir, "out") + " is a directory (expected the path of a regular file, or of one to create)\n"},
+		{"run a sink path that is a directory", []string{"run", sinkDir}, 2,
+			"streamd: " + sinkDir + ":3:15: sink.csv.path: " + filepath.Join(dir, "out") + " is a directory (expected the path of a regular file, or of one to create)\n"},
+		{"list a missing directory", []string{"checkpoints", "list", filepath.Join(dir, "nope")}, 2,
+			"streamd: checkpoints list: " + filepath.Join(dir, "nope") + " does not exist\n"},
+		{"list a checkpoint", []string{"checkpoints", "list", chk}, 2,
+			"streamd: checkpoints list: " + chk + " is a checkpoint, not a checkpoint directory: use streamd checkpoints inspect " + chk + ", or list its parent\n"},
+		{"inspect a missing directory", []string{"checkpoints", "inspect", filepath.Join(dir, "nope")}, 2,
+			"streamd: checkpoints inspect: " + filepath.Join(dir, "nope") + " does not exist\n"},
+		{"inspect a directory without metadata", []string{"checkpoints", "inspect", notCk}, 2,
+			"streamd: checkpoints inspect: " + notCk + " is not a checkpoint (it has no _metadata file)\n"},
+		{"inspect the checkpoint directory", []string{"checkpoints", "inspect", ck}, 2,
+			"streamd: checkpoints inspect: " + ck + " is a checkpoint directory holding 2 checkpoint(s), not one checkpoint: pass one of its chk-… entries (the newest is " + chk + "), or see streamd checkpoints list " + ck + "\n"},
+		{"restore the checkpoint directory", []string{"run", fresh, "--restore", ck}, 2,
+			"streamd: --restore: " + ck + " is a checkpoint directory holding 2 checkpoint(s)…"},
+		{"restore latest without a checkpoint", []string{"run", fresh, "--restore", "latest"}, 2,
+			"streamd: --restore latest: no checkpoint in " + freshCk + " to resume from; run without --restore to start afresh\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := cli(t, c.args...)
+			want, prefix := strings.CutSuffix(c.stderr, "…")
+			if code != c.code || (!prefix && stderr != want) || (prefix && !strings.HasPrefix(stderr, want)) {
+				t.Errorf("streamd %s: exit %d, stderr %q; want %d, %q", strings.Join(c.args, " "), code, stderr, c.code, c.stderr)
+			}
+		})
+	}
+	if code, out, _ := cli(t, "checkpoints", "inspect", chk); code != 0 || !strings.HasPrefix(out, "checkpoint 2 ") {
+		t.Errorf("inspect %s: exit %d, %q", chk, code, out)
+	}
+}
+
+// validate creates and changes nothing: it does not create checkpoint.dir,
+// and a directory holding an unfinished run's checkpoints is mentioned,
+// not refused (the job may be about to be resumed).
+func TestValidateLeavesCheckpointsAlone(t *testing.T) {
+	job, ck := checkpointJob(t)
+	if code, out, stderr := cli(t, "validate", job); code != 0 || out != job+": ok\n" || stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if _, err := os.Stat(ck); err == nil {
+		t.Fatal("validate created checkpoint.dir")
+	}
+	job, ck = checkpointJob(t, 3)
+	code, out, stderr := cli(t, "validate", job)
+	if code != 0 || out != job+": ok\n" || !strings.Contains(stderr, "note: "+ck+" holds 1 checkpoint(s) of an unfinished run") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if n, _ := snapshot.View(ck, nil).Count(); n != 1 {
+		t.Fatalf("%d checkpoints after validate, want 1", n)
+	}
+}
+
+// --elastic-log creates its file's directory, as the sinks do.
+func TestElasticLogDirectory(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	writeTestFile(t, job, `source: {generator: {count: 20000}}
+region:
+  channels: 1
+  key_by: [key]
+  elastic: {policy: off, period: 10ms, max_channels: 2}
+  ops: [{filter: value > 0}]
+sink: {discard: {}}
+runtime: {pin: false}
+`)
+	log := filepath.Join(dir, "logs", "deeper", "timeline.csv")
+	if code, _, stderr := cli(t, "run", job, "--quiet", "--elastic-log", log); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(log); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bench --help says what --duration 0 means.
+func TestBenchDurationZeroHelp(t *testing.T) {
+	code, out, _ := cli(t, "bench", "--help")
+	if code != 0 || !strings.Contains(out, "--duration 0 sets no time limit") {
+		t.Errorf("exit %d, help:\n%s", code, out)
+	}
+}
