@@ -7,14 +7,31 @@ import (
 	"io"
 )
 
+// Skipper is implemented by sources that can drop their next records more
+// cheaply than Next returns them: a seeded generator makes the same random
+// draws without building records or waiting for its rate. Replayable uses
+// it to restore a source's position; sources without it are re-read.
+type Skipper interface {
+	// SkipRecords drops the next n records: the records Next returns
+	// afterwards are exactly those it would have returned after n more
+	// (values and Pos; the batches they come in may differ). It returns
+	// how many it dropped, fewer than n only with an error: io.EOF when
+	// the input ends first, ctx.Err() when ctx is done. A source that
+	// paces its records does not wait for the skipped ones; its pacing
+	// goes on from the record after them, which is due at the next Next.
+	// Malformed records among the skipped ones may go to the source's
+	// ErrorPolicy as in Next (Replayable mutes it while skipping).
+	SkipRecords(ctx context.Context, n int64) (int64, error)
+}
+
 // Replayable gives a deterministic source (a file, a seeded generator) a
 // replay position: the number of records it has returned. A checkpoint
 // records Position at its barrier; a restored job calls Skip(position)
-// before the first Next, and the source re-reads and drops that many
-// records, so it continues exactly where the checkpoint was taken.
-// Replaying costs a read of the skipped input (cheap next to reprocessing
-// it); sources with random access can implement a faster skip later behind
-// the same API.
+// before the first Next, and the first Next drops that many records, so
+// the source continues exactly where the checkpoint was taken. A source
+// that implements Skipper drops them with SkipRecords (a generator: no
+// batches, no pacing); any other is re-read and its batches dropped, which
+// costs a read of the skipped input (cheap next to reprocessing it).
 //
 // Not for stdin or other sources that cannot be read twice. A record the
 // error policy dead-lettered before the position is dead-lettered again on
@@ -45,14 +62,48 @@ func (r *Replayable) Skip(n int64) error {
 	return nil
 }
 
-// Next returns the next batch after the skipped records.
+// Next returns the next batch after the skipped records. The first call
+// after Skip drops them first: it returns an error if the input ends
+// before (or ctx.Err(), and a later call goes on skipping).
 func (r *Replayable) Next(ctx context.Context) (*Batch, error) {
-	for {
+	if r.skip > 0 {
+		b, err := r.skipToPosition(ctx)
+		if err != nil || b != nil {
+			return b, err
+		}
+	}
+	b, err := r.Source.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.pos += int64(b.Len)
+	return b, nil
+}
+
+// skipToPosition drops the r.skip records before the position. Re-reading
+// a source without Skipper, it returns the rest of the batch the position
+// falls in, if it falls inside one.
+func (r *Replayable) skipToPosition(ctx context.Context) (*Batch, error) {
+	if s, ok := r.Source.(Skipper); ok {
+		n, err := s.SkipRecords(ctx, r.skip)
+		r.skip -= n
+		r.pos += n
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, r.ended()
+		case err != nil:
+			return nil, err
+		case r.skip != 0:
+			return nil, fmt.Errorf("replay: the source skipped %d records of %d", n, n+r.skip)
+		}
+		return nil, nil
+	}
+	for r.skip > 0 {
 		b, err := r.Source.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil, r.ended()
+		}
 		if err != nil {
-			if r.skip > 0 && errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("replay: the input ended %d records before the checkpoint's position", r.skip)
-			}
 			return nil, err
 		}
 		if r.skip >= int64(b.Len) {
@@ -61,15 +112,18 @@ func (r *Replayable) Next(ctx context.Context) (*Batch, error) {
 			b.Release()
 			continue
 		}
-		if k := int(r.skip); k > 0 {
-			for i := k; i < b.Len; i++ {
-				b.Move(i-k, i)
-			}
-			b.Truncate(b.Len - k)
-			r.pos += int64(k)
-			r.skip = 0
+		k := int(r.skip)
+		for i := k; i < b.Len; i++ {
+			b.Move(i-k, i)
 		}
-		r.pos += int64(b.Len)
+		b.Truncate(b.Len - k)
+		r.pos += int64(k + b.Len)
+		r.skip = 0
 		return b, nil
 	}
+	return nil, nil
+}
+
+func (r *Replayable) ended() error {
+	return fmt.Errorf("replay: the input ended %d records before the checkpoint's position", r.skip)
 }
