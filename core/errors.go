@@ -1,10 +1,11 @@
 package core
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,15 @@ func (e *RecordError) Unwrap() error { return e.Reason }
 
 // ErrorPolicy applies a job's on_error policy. It is safe for concurrent
 // use: bad records are rare, so the dead-letter file is behind a mutex.
+//
+// Dead letters are written through, not buffered: each is one write(2) of
+// one whole line, appended before Bad or LateRecord returns, so a killed
+// process (SIGKILL) loses none and leaves no half line (a machine crash or
+// a full disk still can; the next run cuts a half last line off when it
+// opens the file). That costs a system call per dead letter: about 2 µs
+// one, against 0.65 µs buffered (BenchmarkDeadLetter, 2-vCPU VM). Sync
+// makes them durable; the source stage calls it before it injects a
+// checkpoint barrier.
 type ErrorPolicy struct {
 	Mode ErrorMode
 	// Skipped and DeadLettered count bad records; Late counts records that
@@ -62,10 +72,11 @@ type ErrorPolicy struct {
 	// those written to the dead-letter file.
 	Skipped, DeadLettered, Late, LateDeadLettered atomic.Int64
 
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
+	muted atomic.Int32 // > 0: Bad drops records unreported (Mute)
+	path  string
+	mu    sync.Mutex
+	f     *os.File
+	dirty bool // written since the last fsync (mu)
 }
 
 // NewErrorPolicy returns a policy; deadLetter is the dead-letter file's path
@@ -80,8 +91,12 @@ func NewErrorPolicy(mode ErrorMode, deadLetter string) (*ErrorPolicy, error) {
 
 // Bad handles one malformed record: raw is its text as read (or a
 // description), reason why it is bad. It returns a *RecordError under
-// Fail, nil otherwise (or the dead-letter file's write error).
+// Fail, nil otherwise (or the dead-letter file's write error). While the
+// policy is muted it drops the record and returns nil, whatever the mode.
 func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) error {
+	if p.muted.Load() > 0 {
+		return nil
+	}
 	switch p.Mode {
 	case Skip:
 		p.Skipped.Add(1)
@@ -92,6 +107,20 @@ func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) err
 	}
 	return &RecordError{Input: input, Pos: pos, Reason: reason}
 }
+
+// Mute makes Bad drop malformed records without handling them: not
+// counted, not written, no error, under every mode, until as many Unmute
+// calls. Replayable mutes the job's policy while it skips the records
+// before a checkpoint's position: the malformed ones among them were
+// handled before the checkpoint was taken (written to the dead-letter file
+// and counted in that run's report), and must not be handled twice. The
+// cost is one atomic load in Bad, on the path of malformed records only.
+// LateRecord is not muted (no record reaches a window while the source
+// skips).
+func (p *ErrorPolicy) Mute() { p.muted.Add(1) }
+
+// Unmute undoes one Mute.
+func (p *ErrorPolicy) Unmute() { p.muted.Add(-1) }
 
 // LateRecord handles a record that came after its windows fired: counted,
 // and written to the dead-letter file when toDeadLetter is set.
@@ -111,6 +140,7 @@ type deadLetter struct {
 	Record string `json:"record"`
 }
 
+// write appends one dead letter to the file, opening it on the first.
 func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 	if p.path == "" {
 		return errors.New("dead letter: no dead_letter_path set")
@@ -119,27 +149,110 @@ func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 	if err != nil {
 		return err
 	}
+	line = append(line, '\n')
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
-		f, err := os.OpenFile(p.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openDeadLetters(p.path)
 		if err != nil {
 			return fmt.Errorf("dead letter file: %w", err)
 		}
-		p.f, p.w = f, bufio.NewWriter(f)
+		p.f = f
 	}
-	p.w.Write(line)
-	return p.w.WriteByte('\n')
+	// One Write of the whole line: the file holds all of it or none of it
+	// whenever the process dies.
+	p.dirty = true
+	if _, err := p.f.Write(line); err != nil {
+		return fmt.Errorf("dead letter file: %w", err)
+	}
+	return nil
 }
 
-// Close flushes and closes the dead-letter file, if one was opened.
+// openDeadLetters opens the dead-letter file at path for appending,
+// creating it if needed. A last line without its '\n' (a run that died in
+// the middle of writing it: a machine crash, a full disk, or a version that
+// buffered its writes) is cut off, so that every line of the file stays one
+// JSON object and the next dead letter starts a line of its own.
+func openDeadLetters(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := cutTornLine(f, path); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// cutTornLine truncates f, a regular file opened for writing at path,
+// after its last '\n' (to empty if it has none) if it does not end with
+// one. It reads back from the end in blocks, through a handle of its own.
+func cutTornLine(f *os.File, path string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	if end == 0 || !st.Mode().IsRegular() {
+		return nil
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := make([]byte, min(end, 64<<10))
+	for at := end; at > 0; {
+		n := min(at, int64(len(buf)))
+		at -= n
+		if _, err := r.ReadAt(buf[:n], at); err != nil && err != io.EOF {
+			return err
+		}
+		i := bytes.LastIndexByte(buf[:n], '\n')
+		if at+int64(i)+1 == end {
+			return nil // whole lines
+		}
+		if i >= 0 {
+			return f.Truncate(at + int64(i) + 1)
+		}
+	}
+	return f.Truncate(0)
+}
+
+// Sync makes every dead letter written so far durable (fsync), if any was
+// written since the last Sync. The source stage calls it before it injects
+// a checkpoint barrier, so that the dead letters of the records before the
+// checkpoint's position are on disk by the time the checkpoint completes:
+// a restore skips those records without handling them again (Mute), so
+// they would otherwise be lost with the machine. It returns the fsync's
+// error, wrapped.
+func (p *ErrorPolicy) Sync() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sync()
+}
+
+func (p *ErrorPolicy) sync() error {
+	if p.f == nil || !p.dirty {
+		return nil
+	}
+	if err := p.f.Sync(); err != nil {
+		return fmt.Errorf("dead letter file: %w", err)
+	}
+	p.dirty = false
+	return nil
+}
+
+// Close makes the dead letters durable (Sync) and closes the file, if one
+// was opened.
 func (p *ErrorPolicy) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {
 		return nil
 	}
-	err := p.w.Flush()
+	err := p.sync()
 	if cerr := p.f.Close(); err == nil {
 		err = cerr
 	}

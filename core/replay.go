@@ -33,13 +33,22 @@ type Skipper interface {
 // batches, no pacing); any other is re-read and its batches dropped, which
 // costs a read of the skipped input (cheap next to reprocessing it).
 //
-// Not for stdin or other sources that cannot be read twice. A record the
-// error policy dead-lettered before the position is dead-lettered again on
-// replay only if it lies after the position.
+// Malformed records among the skipped ones were handled before the
+// checkpoint (dead-lettered and counted): with MuteWhileSkipping, the job's
+// ErrorPolicy is muted while the Replayable skips, so that they are not
+// handled twice. The ones after the position, up to where the job stopped,
+// are handled again (at least once). Exact for sources whose batches are
+// the same on every read (every file source: a checkpoint's position is
+// then where one of its batches ended); with a source that batches
+// differently on the re-read, malformed records the source meets while
+// reading the batch the position falls in count as before it.
+//
+// Not for stdin or other sources that cannot be read twice.
 type Replayable struct {
 	Source
 	pos  int64
 	skip int64
+	errs *ErrorPolicy // muted while skipping
 }
 
 // NewReplayable wraps src.
@@ -62,6 +71,15 @@ func (r *Replayable) Skip(n int64) error {
 	return nil
 }
 
+// MuteWhileSkipping makes the Replayable mute p (ErrorPolicy.Mute) while it
+// skips the records before the position. The runtime gives it the job's
+// policy. A nil Replayable does nothing.
+func (r *Replayable) MuteWhileSkipping(p *ErrorPolicy) {
+	if r != nil {
+		r.errs = p
+	}
+}
+
 // Next returns the next batch after the skipped records. The first call
 // after Skip drops them first: it returns an error if the input ends
 // before (or ctx.Err(), and a later call goes on skipping).
@@ -80,10 +98,14 @@ func (r *Replayable) Next(ctx context.Context) (*Batch, error) {
 	return b, nil
 }
 
-// skipToPosition drops the r.skip records before the position. Re-reading
-// a source without Skipper, it returns the rest of the batch the position
-// falls in, if it falls inside one.
+// skipToPosition drops the r.skip records before the position, with the
+// policy muted. Re-reading a source without Skipper, it returns the rest of
+// the batch the position falls in, if it falls inside one.
 func (r *Replayable) skipToPosition(ctx context.Context) (*Batch, error) {
+	if r.errs != nil {
+		r.errs.Mute()
+		defer r.errs.Unmute()
+	}
 	if s, ok := r.Source.(Skipper); ok {
 		n, err := s.SkipRecords(ctx, r.skip)
 		r.skip -= n

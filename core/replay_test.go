@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,4 +96,131 @@ func TestReplayableUsesSkipper(t *testing.T) {
 	if _, err := r.Next(context.Background()); err == nil || err.Error() != "replay: the input ended 10 records before the checkpoint's position" {
 		t.Fatalf("skip past the end: %v", err)
 	}
+}
+
+// badSource hands out records 0…n-1 in batches of 100 good records; every
+// seventh is malformed and goes to the policy instead, with its 1-based
+// index as pos. skipper sources also implement core.Skipper, reporting
+// the malformed records they skip as Next does.
+type badSource struct {
+	n, i int
+	errs *core.ErrorPolicy
+}
+
+func (s *badSource) Schema() *core.Schema { return testSchema }
+func (s *badSource) Close() error         { return nil }
+
+// next advances to the next good record, reporting malformed ones; false
+// at the end.
+func (s *badSource) next() (int, bool, error) {
+	for ; s.i < s.n; s.i++ {
+		if s.i%7 == 3 {
+			if err := s.errs.Bad("bad", int64(s.i+1), "", errors.New("malformed")); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		s.i++
+		return s.i - 1, true, nil
+	}
+	return 0, false, nil
+}
+
+func (s *badSource) Next(ctx context.Context) (*core.Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b := core.NewBatch(testSchema)
+	for b.Len < 100 {
+		i, ok, err := s.next()
+		if err != nil || !ok {
+			if err == nil && b.Len > 0 {
+				break
+			}
+			b.Release()
+			if err == nil {
+				err = io.EOF
+			}
+			return nil, err
+		}
+		row := b.Append(0, 0, core.NoTime, int64(i+1))
+		row[0], row[1], row[2] = core.StringValue("k"), core.IntValue(int64(i)), core.TimeValue(0)
+	}
+	return b, nil
+}
+
+type badSkipper struct{ badSource }
+
+func (s *badSkipper) SkipRecords(ctx context.Context, n int64) (int64, error) {
+	for k := int64(0); k < n; k++ {
+		if _, ok, err := s.next(); err != nil || !ok {
+			if err == nil {
+				err = io.EOF
+			}
+			return k, err
+		}
+	}
+	return n, nil
+}
+
+// While a Replayable skips to a restored position, the policy given by
+// MuteWhileSkipping is muted: malformed records before the position (before
+// the good record it ends on) are not handled again, those after it are,
+// whether the source is re-read or skips by itself; the policy is unmuted
+// when Next returns, also after an error.
+func TestReplayableMutesPolicy(t *testing.T) {
+	const n = 1000 // records; 857 good, batches of 100 good ones
+	for _, skipper := range []bool{false, true} {
+		for _, cut := range []int64{0, 100, 300, 800, 857} {
+			dl := filepath.Join(t.TempDir(), "dead.jsonl")
+			errs, _ := core.NewErrorPolicy(core.DeadLetter, dl)
+			var src core.Source = &badSource{n: n, errs: errs}
+			if skipper {
+				src = &badSkipper{badSource{n: n, errs: errs}}
+			}
+			r := core.NewReplayable(src)
+			r.MuteWhileSkipping(errs)
+			r.Skip(cut)
+			got := drain(t, r)
+			errs.Close()
+			// The cut-th good record's index: malformed ones after it are
+			// handled.
+			var want []int64
+			good := int64(0)
+			for i := range n {
+				if i%7 == 3 {
+					if good >= cut {
+						want = append(want, int64(i+1))
+					}
+					continue
+				}
+				good++
+			}
+			if len(got) != int(857-cut) || r.Position() != 857 {
+				t.Fatalf("skipper %v, cut %d: %d records after, position %d", skipper, cut, len(got), r.Position())
+			}
+			var letters []int64
+			if len(want) > 0 {
+				letters = readLetters(t, dl)
+			}
+			if fmt.Sprint(letters) != fmt.Sprint(want) || errs.DeadLettered.Load() != int64(len(want)) {
+				t.Fatalf("skipper %v, cut %d: %d dead letters %.60v…, want %d %.60v…", skipper, cut, errs.DeadLettered.Load(), letters, len(want), want)
+			}
+		}
+	}
+	// Interrupted while skipping: the policy is unmuted again.
+	errs, _ := core.NewErrorPolicy(core.Skip, "")
+	r := core.NewReplayable(&badSource{n: n, errs: errs})
+	r.MuteWhileSkipping(errs)
+	r.Skip(300)
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Next(c); err != context.Canceled {
+		t.Fatal(err)
+	}
+	if errs.Bad("x", 1, "", errors.New("bad")); errs.Skipped.Load() != 1 {
+		t.Fatal("the policy stayed muted after an interrupted skip")
+	}
+	var nilReplay *core.Replayable
+	nilReplay.MuteWhileSkipping(errs) // a job without checkpoints: no Replayable
 }

@@ -410,6 +410,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
 func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64, replay *Replayable, startWM int64) {
+	replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
 	maxT, lastWM := int64(NoTime), startWM
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &maxT)
@@ -451,6 +452,9 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 			}
 		}
 		if r.ck != nil && r.ck.due() {
+			if err = r.job.Errors.Sync(); err != nil { // dead letters before the barrier: durable when it completes
+				break
+			}
 			r.ck.epoch++
 			r.ck.begin(r.ck.epoch)
 			m := NewMarker(Barrier)
