@@ -167,6 +167,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		if errors.Is(err, core.ErrInterrupted) {
 			return jobErr(fmt.Errorf("%w (output discarded)", err))
 		}
+		if errors.Is(err, core.ErrCheckpointMismatch) { // a job file that does not fit its checkpoints
+			return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
+		}
 		return jobErr(err)
 	}
 	return nil
@@ -203,7 +206,7 @@ func printReport(w io.Writer, r *core.Report, err error) {
 		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s\n", r.Rescales, r.PauseP50, r.PauseP99, r.PauseMax)
 	}
 	if r.Checkpoints > 0 || r.CheckpointTimeouts > 0 || r.CheckpointFailures > 0 {
-		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, snapshot pause p99 %s, copy-on-write stalls %d (p99 %s, max %s)\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,
+		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, barrier pause p99 %s, copy-on-write stalls %d (p99 %s, max %s)\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,
 			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond),
 			r.CopyOnWriteStalls, r.StallP99.Round(time.Microsecond), r.StallMax.Round(time.Microsecond))
 	}
