@@ -353,8 +353,12 @@ func (r *run) sinkCheckpoint(b *Batch) error {
 	if b.Kind != Barrier || b.ckpt == nil {
 		return nil
 	}
-	var err error
-	if es != nil {
+	// Every dead letter of a record before the barrier — the source
+	// stage's, the channels', the post chain's — is written by now: make
+	// them durable before the checkpoint can complete, since a restore
+	// skips those records without handling them again (ErrorPolicy.Mute).
+	err := r.job.Errors.Sync()
+	if err == nil && es != nil {
 		err = es.Barrier(b.ckpt.epoch)
 	}
 	r.ck.acks <- ckptAck{info: b.ckpt, channel: -1, err: err}

@@ -282,18 +282,23 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := windowJob(recs, 2, &epochMem{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2}
-	job.Source = &crashAfter{Source: job.Source, n: 20}
-	if _, err := core.Run(context.Background(), job); !errors.Is(err, errCrash) {
-		t.Fatalf("first run: %v", err)
-	}
-	ck, _, err := store.Latest()
-	if err != nil {
-		t.Fatal(err)
+	var ck *snapshot.Checkpoint
+	for n := 20; ck == nil; n *= 2 { // crash later until a checkpoint completed first
+		job, err := windowJob(recs, 2, &epochMem{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2}
+		job.Source = &crashAfter{Source: job.Source, n: n}
+		if _, err := core.Run(context.Background(), job); !errors.Is(err, errCrash) {
+			t.Fatalf("first run, crash after %d batches: %v", n, err)
+		}
+		if ck, _, err = store.Latest(); err != nil && !errors.Is(err, snapshot.ErrNoCheckpoint) {
+			t.Fatal(err)
+		}
+		if ck == nil && n > 1000 {
+			t.Fatal("no checkpoint completed before the crash")
+		}
 	}
 	other, err := window.New(window.Spec{Name: "per-minute", Key: []string{"k"}, Size: 120e9,
 		Aggs: []window.Agg{{Name: "n", Func: window.Count}}}, testSchema)

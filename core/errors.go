@@ -221,9 +221,10 @@ func cutTornLine(f *os.File, path string) error {
 }
 
 // Sync makes every dead letter written so far durable (fsync), if any was
-// written since the last Sync. The source stage calls it before it injects
-// a checkpoint barrier, so that the dead letters of the records before the
-// checkpoint's position are on disk by the time the checkpoint completes:
+// written since the last Sync. The sink's goroutine calls it when a
+// checkpoint barrier reaches it — after every stage has handled the records
+// before the barrier — so that their dead letters are on disk by the time
+// the checkpoint completes:
 // a restore skips those records without handling them again (Mute), so
 // they would otherwise be lost with the machine. It returns the fsync's
 // error, wrapped.

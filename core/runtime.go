@@ -452,9 +452,6 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 			}
 		}
 		if r.ck != nil && r.ck.due() {
-			if err = r.job.Errors.Sync(); err != nil { // dead letters before the barrier: durable when it completes
-				break
-			}
 			r.ck.epoch++
 			r.ck.begin(r.ck.epoch)
 			m := NewMarker(Barrier)
