@@ -313,6 +313,9 @@ func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 			interval = 5 * time.Second
 		}
 		o.status = newStatus(stderr, interval, size, lat)
+		if cp := job.Checkpoint; cp != nil && cp.Restore != nil {
+			o.status.base = cp.Restore.Meta.Sources["source"] // records read before the checkpoint
+		}
 	}
 	if lat != nil {
 		prev := job.OnSink

@@ -92,6 +92,7 @@ type status struct {
 	tty      bool
 	interval time.Duration
 	size     int64 // records the source will produce; 0 = unknown
+	base     int64 // records read by the runs before a restore: progress counts them as done
 	lat      *latency
 
 	prev   sample
@@ -216,10 +217,11 @@ func (s *status) line(prev, cur sample) string {
 			fmtDur(cur.wall), cur.in, cur.out, rate, cur.channels, cong, p99)
 	}
 	if s.size > 0 {
-		frac := min(float64(cur.in)/float64(s.size), 1)
+		done := min(s.base+cur.in, s.size)
+		frac := float64(done) / float64(s.size)
 		eta := "-"
 		if rate > 0 {
-			eta = fmtDur(time.Duration(float64(s.size-min(cur.in, s.size)) / rate * float64(time.Second)))
+			eta = fmtDur(time.Duration(float64(s.size-done) / rate * float64(time.Second)))
 		}
 		if s.tty {
 			const width = 20

@@ -26,6 +26,9 @@ func TestStatusLine(t *testing.T) {
 			"status elapsed=10s in=2000000 out=20 rate=200000/s channels=4 congestion=0.100 p99=4.1ms progress=66.7% eta=5s"},
 		{"terminal sized", &status{tty: true, size: 3_000_000},
 			"10s  200.0k rec/s  4 ch  congestion 0.10  p99 4.1ms  [#############.......]  67% ETA 5s"},
+		// Restored at record 500,000: those count as done.
+		{"restored", &status{size: 3_000_000, base: 500_000},
+			"status elapsed=10s in=2000000 out=20 rate=200000/s channels=4 congestion=0.100 p99=4.1ms progress=83.3% eta=2.5s"},
 	} {
 		if got := c.s.line(prev, cur); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
