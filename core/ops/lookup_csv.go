@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"streamd/core"
+	"streamd/core/internal/bom"
 )
 
 // LookupCSVOptions configure LookupCSV.
@@ -102,16 +103,13 @@ func loadTable(opts LookupCSVOptions) (*table, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(bufio.NewReaderSize(f, 64<<10))
+	r := csv.NewReader(bufio.NewReaderSize(bom.NewReader(f), 64<<10))
 	header, err := r.Read()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty file, expected a header row", opts.Path)
 		}
 		return nil, fmt.Errorf("%s: %w", opts.Path, err)
-	}
-	if len(header) > 0 {
-		header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	}
 	col := make(map[string]int, len(header))
 	for i, h := range header {

@@ -162,33 +162,3 @@ func TestJSONLBOM(t *testing.T) {
 		t.Fatalf("a mark on line 2: %v, want a malformed record at line 2", err)
 	}
 }
-
-// TestBOMReader drops the mark however the input arrives, passes every
-// other byte and the input's error on, and reads nothing before its first
-// Read.
-func TestBOMReader(t *testing.T) {
-	for _, in := range []string{"", "\xEF", "\xEF\xBB", "\uFEFF", "\uFEFFa", "\uFEFF\uFEFF", "\xEF\xBBa", "\xEFa", "abc", "abcd", "a\uFEFF"} {
-		want := strings.TrimPrefix(in, "\uFEFF")
-		for name, r := range map[string]func() io.Reader{
-			"whole":     func() io.Reader { return strings.NewReader(in) },
-			"one byte":  func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
-			"data+EOF":  func() io.Reader { return iotest.DataErrReader(strings.NewReader(in)) },
-			"half":      func() io.Reader { return iotest.HalfReader(strings.NewReader(in)) },
-			"two empty": func() io.Reader { return io.MultiReader(strings.NewReader(""), strings.NewReader(in)) },
-		} {
-			got, err := io.ReadAll(newBOMReader(r()))
-			if err != nil || string(got) != want {
-				t.Errorf("%q, %s: %q, %v; want %q", in, name, got, err, want)
-			}
-		}
-		if err := iotest.TestReader(newBOMReader(strings.NewReader(in)), []byte(want)); err != nil {
-			t.Errorf("%q: %v", in, err)
-		}
-	}
-	boom := errors.New("boom")
-	got, err := io.ReadAll(newBOMReader(io.MultiReader(strings.NewReader("\xEF"), iotest.ErrReader(boom))))
-	if string(got) != "\xEF" || err != boom {
-		t.Errorf("error after one byte: %q, %v", got, err)
-	}
-	newBOMReader(iotest.ErrReader(boom)) // reads nothing yet: no panic, no block
-}

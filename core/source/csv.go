@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"streamd/core"
+	"streamd/core/internal/bom"
 )
 
 // CSVOptions configures a CSV source (and the CSV format of Stdin).
@@ -93,7 +94,7 @@ func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize i
 	}
 	if f, ok := closer.(*os.File); ok && csvParallelism(opts.Parallelism) > 1 {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(blockSize) {
-			mark, err := bomAt(f) // dropped by the bomReader: not in InputOffset
+			mark, err := bom.At(f) // dropped by the bom.Reader: not in InputOffset
 			if err != nil {
 				f.Close()
 				return nil, fmt.Errorf("csv source %s: %w", name, err)

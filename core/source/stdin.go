@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/internal/bom"
 )
 
 // StdinOptions configures a Stdin source.
@@ -54,7 +55,7 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 	var (
 		rr     recordReader
 		schema *core.Schema
-		rin    = newBOMReader(in) // s.in stays in, for Close
+		rin    = bom.NewReader(in) // s.in stays in, for Close
 	)
 	switch format {
 	case "csv":

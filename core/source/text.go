@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"streamd/core"
+	"streamd/core/internal/bom"
 )
 
 // readBufferSize is the buffer of text inputs read from files, in bytes:
@@ -28,13 +29,13 @@ type recordReader interface {
 
 // openInput returns r when it is set (its name in errors: path, or
 // "stdin" when path is empty), or opens the file at path; in reads it
-// without a leading byte order mark (bomReader).
+// without a leading byte order mark (bom.Reader).
 func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.Closer, err error) {
 	if r != nil {
 		if path == "" {
 			path = "stdin"
 		}
-		return path, bufio.NewReaderSize(newBOMReader(r), 64<<10), nil, nil
+		return path, bufio.NewReaderSize(bom.NewReader(r), 64<<10), nil, nil
 	}
 	if path == "" {
 		return "", nil, nil, fmt.Errorf("%s source: no path and no reader", kind)
@@ -47,7 +48,7 @@ func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.
 		f.Close()
 		return "", nil, nil, fmt.Errorf("%s source %s: is a directory", kind, path)
 	}
-	return path, bufio.NewReaderSize(newBOMReader(f), readBufferSize), f, nil
+	return path, bufio.NewReaderSize(bom.NewReader(f), readBufferSize), f, nil
 }
 
 // textSource is a finite source over a recordReader: a CSV or JSONL file,

@@ -1,4 +1,8 @@
-package source
+// Package bom drops the UTF-8 byte order mark that Excel's "CSV UTF-8" and
+// some other tools write at the start of a file, before a parser sees it
+// (encoding/csv would keep it in the first field, or call a quoted first
+// field a bare quote).
+package bom
 
 import (
 	"bytes"
@@ -6,21 +10,18 @@ import (
 	"os"
 )
 
-// bom is the UTF-8 byte order mark, which Excel's "CSV UTF-8" and some
-// other tools write at the start of a file.
-var bom = []byte{0xEF, 0xBB, 0xBF}
+// mark is the UTF-8 byte order mark.
+var mark = []byte{0xEF, 0xBB, 0xBF}
 
-// bomReader reads r without a byte order mark at its start, so that
-// encoding/csv and the JSONL parser never see one (encoding/csv would keep
-// it in the first field, or call a quoted first field a bare quote).
+// Reader reads r without a byte order mark at its start.
 //
 // It decides on its first Read, which reads until it has three bytes, the
 // input ends or the bytes read cannot start a mark; later Reads go straight
-// to r. It sits below the source's bufio.Reader (whose large reads make the
+// to r. It sits below the caller's bufio.Reader (whose large reads make the
 // extra call per Read negligible), and it reads nothing before its first
-// Read, so a source over a terminal or pipe does not block before the
+// Read, so a reader of a terminal or pipe does not block before the
 // first record is asked for.
-type bomReader struct {
+type Reader struct {
 	r       io.Reader
 	head    []byte  // bytes read while deciding, not yet returned
 	buf     [3]byte // head's storage
@@ -28,9 +29,10 @@ type bomReader struct {
 	decided bool
 }
 
-func newBOMReader(r io.Reader) *bomReader { return &bomReader{r: r} }
+// NewReader returns a Reader of r.
+func NewReader(r io.Reader) *Reader { return &Reader{r: r} }
 
-func (b *bomReader) Read(p []byte) (int, error) {
+func (b *Reader) Read(p []byte) (int, error) {
 	if !b.decided {
 		b.decide()
 	}
@@ -47,10 +49,10 @@ func (b *bomReader) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
-func (b *bomReader) decide() {
+func (b *Reader) decide() {
 	b.decided = true
 	b.head = b.buf[:0]
-	for empty := 0; len(b.head) < len(bom) && bytes.HasPrefix(bom, b.head); {
+	for empty := 0; len(b.head) < len(mark) && bytes.HasPrefix(mark, b.head); {
 		n, err := b.r.Read(b.buf[len(b.head):])
 		b.head = b.buf[:len(b.head)+n]
 		if err != nil {
@@ -64,21 +66,21 @@ func (b *bomReader) decide() {
 			break
 		}
 	}
-	if bytes.Equal(b.head, bom) {
+	if bytes.Equal(b.head, mark) {
 		b.head = nil
 	}
 }
 
-// bomAt returns the length of the byte order mark at the start of f: 3 or
-// 0. It reads with ReadAt, so f's offset does not move.
-func bomAt(f *os.File) (int64, error) {
+// At returns the length of the byte order mark at the start of f: 3 or 0.
+// It reads with ReadAt, so f's offset does not move.
+func At(f *os.File) (int64, error) {
 	var head [3]byte
 	n, err := f.ReadAt(head[:], 0)
 	if err != nil && err != io.EOF {
 		return 0, err
 	}
-	if bytes.Equal(head[:n], bom) {
-		return int64(len(bom)), nil
+	if bytes.Equal(head[:n], mark) {
+		return int64(len(mark)), nil
 	}
 	return 0, nil
 }
