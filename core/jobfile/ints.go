@@ -42,14 +42,7 @@ func (f *File) walkIntegers(n ast.Node, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		var pairs []*ast.MappingValueNode
-		switch m := n.(type) {
-		case *ast.MappingNode:
-			pairs = m.Values
-		case *ast.MappingValueNode:
-			pairs = []*ast.MappingValueNode{m}
-		}
-		for _, mv := range pairs {
+		for _, mv := range mappingPairs(n) {
 			tk := mv.Key.GetToken()
 			if tk == nil {
 				continue

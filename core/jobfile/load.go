@@ -327,14 +327,7 @@ func (f *File) keysAt(line, col int) []string {
 		n = unwrap(n)
 		switch t.Kind() {
 		case reflect.Struct:
-			var pairs []*ast.MappingValueNode
-			switch m := n.(type) {
-			case *ast.MappingNode:
-				pairs = m.Values
-			case *ast.MappingValueNode:
-				pairs = []*ast.MappingValueNode{m}
-			}
-			for _, mv := range pairs {
+			for _, mv := range mappingPairs(n) {
 				tk := mv.Key.GetToken()
 				if l, c := position(tk); l == line && c == col {
 					return yamlKeys(t)
@@ -357,6 +350,18 @@ func (f *File) keysAt(line, col int) []string {
 		return nil
 	}
 	return walk(f.ast.Docs[0].Body, reflect.TypeFor[Spec]())
+}
+
+// mappingPairs returns the key: value pairs of a mapping node (a block or
+// flow mapping, or a single pair); nil for any other node.
+func mappingPairs(n ast.Node) []*ast.MappingValueNode {
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		return m.Values
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{m}
+	}
+	return nil
 }
 
 func yamlKeys(t reflect.Type) []string {
