@@ -37,8 +37,12 @@ func NewCorePlacer(channels int, log *slog.Logger) *CorePlacer {
 	p := &CorePlacer{log: log}
 	stages := channels + 2
 	log.Info("cpus", "detail", cpus.String())
-	if cpus.Cores() <= stages {
-		log.Warn("no usable core to spare beyond one per stage: running unpinned", "cores", cpus.Cores(), "stages", stages)
+	switch {
+	case cpus.Cores() < stages:
+		log.Warn("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
+		return p
+	case cpus.Cores() == stages:
+		log.Info("no usable core to spare beyond one per stage: running unpinned", "cores", cpus.Cores(), "stages", stages)
 		return p
 	}
 	p.pin = true
