@@ -54,11 +54,92 @@ type Merger[B any] struct {
 	ordered bool
 	markers []B
 	rr      int
+
+	// Ordered only. heap is a binary min-heap (by less) of the channels
+	// whose queue is not empty and whose head still has records (or is a
+	// marker); done lists, oldest first, the channels whose head is a data
+	// batch with no records left, to hand back. Every non-empty channel is
+	// in exactly one of them.
+	heap []int
+	done []int
 }
 
 // New returns a merger of n channels. tie may be nil.
 func New[B any](n int, ordered bool, tie Tie[B]) *Merger[B] {
 	return &Merger[B]{in: make([]input[B], n), tie: tie, ordered: ordered, markers: make([]B, n)}
+}
+
+// rebuild recomputes heap and done from every channel's head (after heads
+// changed wholesale: a marker released, a resize).
+func (m *Merger[B]) rebuild() {
+	m.heap, m.done = m.heap[:0], m.done[:0]
+	if !m.ordered {
+		return
+	}
+	for c := range m.in {
+		m.place(c, false)
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+}
+
+// place files channel c, not in heap or done, by its head: nowhere if its
+// queue is empty, in done if its head has no records left, else in heap
+// (sifted up if sift).
+func (m *Merger[B]) place(c int, sift bool) {
+	in := &m.in[c]
+	if in.empty() {
+		return
+	}
+	if it := &in.q[in.head]; !it.marker && it.pos >= len(it.seqs) {
+		m.done = append(m.done, c)
+		return
+	}
+	m.heap = append(m.heap, c)
+	if sift {
+		m.up(len(m.heap) - 1)
+	}
+}
+
+func (m *Merger[B]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !m.less(m.heap[i], m.heap[p]) {
+			return
+		}
+		m.heap[i], m.heap[p] = m.heap[p], m.heap[i]
+		i = p
+	}
+}
+
+func (m *Merger[B]) down(i int) {
+	n := len(m.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && m.less(m.heap[r], m.heap[l]) {
+			j = r
+		}
+		if !m.less(m.heap[j], m.heap[i]) {
+			return
+		}
+		m.heap[i], m.heap[j] = m.heap[j], m.heap[i]
+		i = j
+	}
+}
+
+// popRoot removes the heap's first channel.
+func (m *Merger[B]) popRoot() {
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	if n > 0 {
+		m.down(0)
+	}
 }
 
 // Resize changes the number of inputs, right after the marker of a
@@ -82,6 +163,7 @@ func (m *Merger[B]) Resize(n int, p uint64) {
 	}
 	m.markers = make([]B, n)
 	m.rr = 0
+	m.rebuild()
 }
 
 // Channels is the number of inputs.
@@ -94,18 +176,26 @@ func (m *Merger[B]) Channels() int { return len(m.in) }
 // (returned by the next Step).
 func (m *Merger[B]) PushData(ch int, b B, seqs []uint64, progress uint64) {
 	in := &m.in[ch]
+	was := in.empty()
 	in.q = append(in.q, item[B]{b: b, seqs: seqs})
 	if progress > in.progress {
 		in.progress = progress
+	}
+	if was && m.ordered {
+		m.place(ch, true)
 	}
 }
 
 // PushMarker queues a marker with sequence number seq from channel ch.
 func (m *Merger[B]) PushMarker(ch int, b B, seq uint64) {
 	in := &m.in[ch]
+	was := in.empty()
 	in.q = append(in.q, item[B]{b: b, marker: true, seq: seq})
 	if seq > in.progress {
 		in.progress = seq
+	}
+	if was && m.ordered {
+		m.place(ch, true)
 	}
 }
 
@@ -138,49 +228,72 @@ func (in *input[B]) pop() {
 
 // Next returns the next step, or false when nothing can be decided until
 // more arrives. The caller carries the step out before calling Next again.
+//
+// Ordered, the channels with records queued are kept in a binary heap by
+// their head (a loser-tree-like k-way merge: Knuth, TAOCP vol. 3, §5.4.1):
+// the root's head comes first, and the smaller of its two children is the
+// head that comes next among the others. Records of the root's head batch
+// go, in one run, while they come before that runner-up and at or below
+// the progress of every channel with nothing queued: nothing any other
+// channel holds or can still send orders before them. A run costs
+// O(log channels) heap steps plus one comparison per record, and the scan
+// of the empty channels' progress.
 func (m *Merger[B]) Next() (Step[B], bool) {
-	// Batches with no records left to emit are handed back first.
-	for c := range m.in {
-		in := &m.in[c]
-		if !in.empty() {
-			it := &in.q[in.head]
-			if !it.marker && it.pos >= len(it.seqs) {
-				b := it.b
-				in.pop()
-				return Step[B]{Kind: Run, Channel: c, Batch: b, Done: true}, true
+	if !m.ordered {
+		// Batches with no records left to emit are handed back first.
+		for c := range m.in {
+			in := &m.in[c]
+			if !in.empty() {
+				it := &in.q[in.head]
+				if !it.marker && it.pos >= len(it.seqs) {
+					b := it.b
+					in.pop()
+					return Step[B]{Kind: Run, Channel: c, Batch: b, Done: true}, true
+				}
 			}
 		}
-	}
-	if !m.ordered {
 		return m.nextUnordered()
 	}
-	// The channel whose head comes first.
-	best := -1
-	for c := range m.in {
-		if m.in[c].empty() {
-			continue
-		}
-		if best < 0 || m.less(c, best) {
-			best = c
-		}
+	if len(m.done) > 0 { // batches with no records left go back first
+		c := m.done[0]
+		m.done = m.done[:copy(m.done, m.done[1:])]
+		in := &m.in[c]
+		b := in.q[in.head].b
+		in.pop()
+		m.place(c, true)
+		return Step[B]{Kind: Run, Channel: c, Batch: b, Done: true}, true
 	}
-	if best < 0 {
+	if len(m.heap) == 0 {
 		return Step[B]{}, false
 	}
+	best := m.heap[0]
 	bi := &m.in[best]
 	h := &bi.q[bi.head]
 	if h.marker {
-		return m.align(h.seq)
+		st, ok := m.align(h.seq)
+		if ok {
+			m.rebuild()
+		}
+		return st, ok
 	}
-	// Records of best's head batch may go while no other channel can still
-	// deliver something ordered before them.
+	second := -1
+	if n := len(m.heap); n > 1 {
+		second = m.heap[1]
+		if n > 2 && m.less(m.heap[2], second) {
+			second = m.heap[2]
+		}
+	}
+	emptyBound := ^uint64(0) // records at or above it wait for an empty channel
+	if len(m.heap)+len(m.done) < len(m.in) { // some channel has nothing queued
+		for c := range m.in {
+			if in := &m.in[c]; in.empty() && in.progress < emptyBound-1 {
+				emptyBound = in.progress + 1
+			}
+		}
+	}
 	from := h.pos
 	to := from
-	limit := m.limit(best)
-	for to < len(h.seqs) && h.seqs[to] < limit {
-		to++
-	}
-	for to < len(h.seqs) && m.mayEmit(best, h, to) {
+	for to < len(h.seqs) && h.seqs[to] < emptyBound && m.before(best, h, to, second) {
 		to++
 	}
 	if to == from {
@@ -191,67 +304,29 @@ func (m *Merger[B]) Next() (Step[B], bool) {
 	if to == len(h.seqs) {
 		st.Done = true
 		bi.pop()
+		m.popRoot()
+		m.place(best, true)
+	} else {
+		m.down(0) // its head moved on
 	}
 	return st, true
 }
 
-// limit is a sequence number below which channel c's records may go without
-// a closer look: nothing another channel holds or can send orders before it.
-func (m *Merger[B]) limit(c int) uint64 {
-	lim := ^uint64(0)
-	for d := range m.in {
-		if d == c {
-			continue
-		}
-		in := &m.in[d]
-		var l uint64
-		switch {
-		case in.empty():
-			l = in.progress + 1
-		case in.q[in.head].marker:
-			l = in.q[in.head].seq + 1
-		default:
-			o := &in.q[in.head]
-			l = o.seqs[o.pos]
-		}
-		if l < lim {
-			lim = l
-		}
+// before: record r of channel c's head item h comes before channel d's
+// head (d < 0: no other channel has records queued), in the order less
+// uses: by sequence number, records at a marker's sequence number before
+// the marker, equal sequence numbers by tie and then channel.
+func (m *Merger[B]) before(c int, h *item[B], r int, d int) bool {
+	if d < 0 {
+		return true
 	}
-	return lim
-}
-
-// mayEmit: record r of channel c's head item h comes before anything any
-// other channel holds or can still send.
-func (m *Merger[B]) mayEmit(c int, h *item[B], r int) bool {
+	o := &m.in[d].q[m.in[d].head]
 	s := h.seqs[r]
-	for d := range m.in {
-		if d == c {
-			continue
-		}
-		in := &m.in[d]
-		if in.empty() {
-			if s > in.progress {
-				return false
-			}
-			continue
-		}
-		o := &in.q[in.head]
-		if o.marker {
-			if s > o.seq {
-				return false
-			}
-			continue
-		}
-		os := o.seqs[o.pos]
-		if s < os {
-			continue
-		}
-		if s > os || m.tieCmp(h.b, r, c, o.b, o.pos, d) > 0 {
-			return false
-		}
+	if o.marker {
+		return s <= o.seq
 	}
-	return true
+	os := o.seqs[o.pos]
+	return s < os || s == os && m.tieCmp(h.b, r, c, o.b, o.pos, d) < 0
 }
 
 // less orders the heads of two non-empty channels.
