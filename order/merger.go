@@ -283,7 +283,7 @@ func (m *Merger[B]) Next() (Step[B], bool) {
 			second = m.heap[2]
 		}
 	}
-	emptyBound := ^uint64(0) // records at or above it wait for an empty channel
+	emptyBound := ^uint64(0)                 // records at or above it wait for an empty channel
 	if len(m.heap)+len(m.done) < len(m.in) { // some channel has nothing queued
 		for c := range m.in {
 			if in := &m.in[c]; in.empty() && in.progress < emptyBound-1 {
