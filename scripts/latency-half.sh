@@ -18,7 +18,7 @@ bin="${STREAMD_BIN:-$work/streamd}"
 # shellcheck disable=SC2086
 for i in $(seq "$rounds"); do
   "$bin" bench "$workload" --duration 3s --out "$work/max" ${BENCH_FLAGS:-} >"$work/max.txt" 2>&1
-  max=$(awk '/^records\/s  /{ v = $2; u = $3; if (u == "M") v *= 1e6; else if (u == "K") v *= 1e3; print v }' "$work/max.txt")
+  max=$(awk '/^records\/s  /{ v = $2; u = $3; if (u == "M") v *= 1e6; else if (u == "K" || u == "k") v *= 1e3; print v }' "$work/max.txt")
   half=$(awk -v m="$max" 'BEGIN { printf "%d", m / 2 }')
   "$bin" bench "$workload" --duration 4s --rate "$half" --out "$work/half" ${BENCH_FLAGS:-} >"$work/half.txt" 2>&1
   [ "$i" = 1 ] && grep '^machine' "$work/max.txt"

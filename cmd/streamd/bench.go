@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"streamd/core/source"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -95,6 +97,9 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 	}
 	if fl.duration < 0 || fl.rate < 0 || fl.count < 0 || fl.channels < 0 {
 		return usageErr(errors.New("--duration, --rate, --count and --channels must not be negative"))
+	}
+	if math.IsNaN(fl.rate) || fl.rate > source.MaxRate { // +Inf too
+		return usageErr(fmt.Errorf("--rate %g: expected a number of records/s up to %g", fl.rate, float64(source.MaxRate)))
 	}
 	out := fl.out
 	if out == "" {

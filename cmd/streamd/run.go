@@ -77,8 +77,11 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 			return usageErr(err)
 		}
 	}
-	opts := jobfile.Options{Channels: fl.channels, Restore: fl.restore,
-		Warn: func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }}
+	say := func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }
+	opts := jobfile.Options{Channels: fl.channels, Restore: fl.restore, Warn: say}
+	if !fl.quiet {
+		opts.Info = say
+	}
 	if fl.elasticLog != "" {
 		// Its directory is created, as the sinks' are.
 		if err := os.MkdirAll(filepath.Dir(fl.elasticLog), 0o755); err != nil {

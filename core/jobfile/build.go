@@ -46,6 +46,9 @@ type Options struct {
 	// Warn receives warnings (a corrupt checkpoint skipped on restore)
 	// and, under Validate, notes (checkpoints of an unfinished run).
 	Warn func(msg string)
+	// Info, if set, receives notes that are not warnings (which checkpoint
+	// a restore resumes from); `streamd run --quiet` leaves it nil.
+	Info func(msg string)
 }
 
 // Build opens the source, compiles every expression, loads lookup tables
@@ -898,8 +901,8 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 		if err := cp.Store.DiscardAfter(cp.Restore.Meta.ID); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
-		if opt.Warn != nil {
-			opt.Warn(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
+		if opt.Info != nil {
+			opt.Info(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
 		}
 	}
 	return cp, nil

@@ -41,14 +41,16 @@ checkpoint: {dir: ck, interval: 1s}
 	}
 	// Corrupt the newest: restore falls back to 1 and removes 2.
 	os.WriteFile(filepath.Join(dir, "ck", snapshot.Name(2), snapshot.MetadataFile), []byte("{"), 0o644)
-	var warnings []string
-	j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
+	var warnings, notes []string
+	j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) },
+		Info: func(m string) { notes = append(notes, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	j.Source.Close()
-	if j.Checkpoint.Restore.Meta.ID != 1 || len(warnings) != 2 || !strings.Contains(warnings[0], "skipping checkpoint") {
-		t.Fatalf("restored %d, warnings %q", j.Checkpoint.Restore.Meta.ID, warnings)
+	if j.Checkpoint.Restore.Meta.ID != 1 || len(warnings) != 1 || !strings.Contains(warnings[0], "skipping checkpoint") ||
+		len(notes) != 1 || !strings.Contains(notes[0], "restoring from") {
+		t.Fatalf("restored %d, warnings %q, notes %q", j.Checkpoint.Restore.Meta.ID, warnings, notes)
 	}
 	if n, _ := store.Count(); n != 1 {
 		t.Fatalf("%d checkpoints after restoring from 1, want 1", n)

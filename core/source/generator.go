@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -75,8 +76,8 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 	if opts.Count < 0 {
 		return nil, fmt.Errorf("generator: count %d is negative", opts.Count)
 	}
-	if opts.Rate < 0 {
-		return nil, fmt.Errorf("generator: rate %g records/s is negative", opts.Rate)
+	if err := checkRate(opts.Rate, true); err != nil {
+		return nil, fmt.Errorf("generator: %w", err)
 	}
 	if opts.Keys == 0 {
 		opts.Keys = 1000
@@ -319,8 +320,8 @@ type rateSchedule struct {
 func newRateSchedule(steps []RateStep) (*rateSchedule, error) {
 	rs := &rateSchedule{steps: steps, base: make([]float64, len(steps))}
 	for k, st := range steps {
-		if st.Rate <= 0 {
-			return nil, fmt.Errorf("generator: rate step %d: rate %g records/s must be positive", k, st.Rate)
+		if err := checkRate(st.Rate, false); err != nil {
+			return nil, fmt.Errorf("generator: rate step %d: %w", k, err)
 		}
 		if k == 0 {
 			if st.At != 0 {
@@ -336,13 +337,39 @@ func newRateSchedule(steps []RateStep) (*rateSchedule, error) {
 	return rs, nil
 }
 
-// due is the number of records due by elapsed time t (records 0 … due-1).
+// MaxRate is the highest generator rate, in records/s: far above what one
+// goroutine can generate (~10^8/s), and low enough that the records due
+// stay exact in an int64 for years.
+const MaxRate = 1e12
+
+// checkRate accepts a finite rate in (0, MaxRate], or 0 when zero (no
+// rate: as fast as possible) is allowed.
+func checkRate(r float64, zero bool) error {
+	switch {
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return fmt.Errorf("rate %g records/s is not a finite number", r)
+	case r == 0 && zero:
+		return nil
+	case r <= 0:
+		return fmt.Errorf("rate %g records/s must be positive", r)
+	case r > MaxRate:
+		return fmt.Errorf("rate %g records/s is above the maximum, %g", r, float64(MaxRate))
+	}
+	return nil
+}
+
+// due is the number of records due by elapsed time t (records 0 … due-1),
+// at most math.MaxInt64.
 func (rs *rateSchedule) due(t time.Duration) int64 {
 	k := len(rs.steps) - 1
 	for k > 0 && rs.steps[k].At > t {
 		k--
 	}
-	return int64(rs.base[k]+(t-rs.steps[k].At).Seconds()*rs.steps[k].Rate) + 1
+	d := rs.base[k] + (t-rs.steps[k].At).Seconds()*rs.steps[k].Rate
+	if d >= math.MaxInt64-1 {
+		return math.MaxInt64
+	}
+	return int64(d) + 1
 }
 
 // at is when record i is due.

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"io"
+	"math"
 	"testing"
 	"time"
 
@@ -234,5 +235,34 @@ func TestGeneratorStampsIntendedTime(t *testing.T) {
 	b, err := c.Next(ctx)
 	if err != nil || b.Stamp != 0 {
 		t.Fatalf("closed loop: stamp %d, err %v; want 0", b.Stamp, err)
+	}
+}
+
+// A rate must be finite and at most MaxRate (beyond, the records due would
+// overflow and the generator spin without end); 0 means no rate, but not
+// in a rate step.
+func TestGeneratorRateBounds(t *testing.T) {
+	for _, r := range []float64{math.Inf(1), math.Inf(-1), math.NaN(), -1, MaxRate * 2} {
+		if _, err := Generator(GeneratorOptions{Count: 10, Rate: r}); err == nil {
+			t.Errorf("rate %g accepted", r)
+		}
+		if _, err := Generator(GeneratorOptions{Count: 10, RateSteps: []RateStep{{Rate: r}}}); err == nil {
+			t.Errorf("rate step %g accepted", r)
+		}
+	}
+	if _, err := Generator(GeneratorOptions{Count: 10, RateSteps: []RateStep{{Rate: 0}}}); err == nil {
+		t.Error("rate step 0 accepted")
+	}
+	for _, r := range []float64{0, 1, MaxRate} {
+		if _, err := Generator(GeneratorOptions{Count: 10, Rate: r}); err != nil {
+			t.Errorf("rate %g: %v", r, err)
+		}
+	}
+	rs, err := newRateSchedule([]RateStep{{Rate: MaxRate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rs.due(400 * 24 * time.Hour); d <= 0 { // 3.5e19 records: clamped, not wrapped
+		t.Errorf("due after 400 days at the maximum rate: %d", d)
 	}
 }
