@@ -326,16 +326,14 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 	}()
 }
 
-func (c *checkpointer) pause(d time.Duration) {
-	c.mu.Lock()
-	c.pauses = append(c.pauses, d)
-	c.mu.Unlock()
-}
+func (c *checkpointer) pause(d time.Duration) { c.record(&c.pauses, d) }
 
 // stall records a copy-on-write stall (called on channel goroutines).
-func (c *checkpointer) stall(d time.Duration) {
+func (c *checkpointer) stall(d time.Duration) { c.record(&c.stalls, d) }
+
+func (c *checkpointer) record(ds *[]time.Duration, d time.Duration) {
 	c.mu.Lock()
-	c.stalls = append(c.stalls, d)
+	*ds = append(*ds, d)
 	c.mu.Unlock()
 }
 

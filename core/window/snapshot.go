@@ -59,11 +59,7 @@ func (w *windowOp) touch(g int) {
 // a nil dst (copy-on-write), it allocates the size the group took last time
 // plus an eighth, so that the buffer rarely grows by copying.
 func (w *windowOp) writeGroup(dst []byte, g int) []byte {
-	dst = presize(dst, w.sizes, g)
-	start := len(dst)
-	dst = binary.AppendUvarint(dst, uint64(g))
-	at := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
+	dst, start, at := beginGroup(dst, w.sizes, g)
 	n := uint32(0)
 	var chunk [prefetchChunk]*keyState
 	var hs [prefetchChunk]uint64
@@ -93,9 +89,7 @@ func (w *windowOp) writeGroup(dst []byte, g int) []byte {
 		return true
 	})
 	flush()
-	binary.LittleEndian.PutUint32(dst[at:], n)
-	w.sizes[g] = int32(min(len(dst)-start, 1<<30))
-	return dst
+	return endGroup(dst, w.sizes, g, start, at, n)
 }
 
 // prefetchChunk is how many keys writeGroup loads ahead of serialising
@@ -142,12 +136,24 @@ func warm(sts []*keyState) {
 	warmSink.Store(x)
 }
 
-// presize gives a nil dst the capacity group g took last time (sizes[g],
-// written by whichever goroutine serialised g then) plus an eighth.
-func presize(dst []byte, sizes []int32, g int) []byte {
+// beginGroup starts group g's block: a nil dst gets the capacity the group
+// took last time (sizes[g], written by whichever goroutine serialised g
+// then) plus an eighth; then the group's number and a placeholder for its
+// key count. start and at are where the block and the count begin.
+func beginGroup(dst []byte, sizes []int32, g int) (out []byte, start, at int) {
 	if dst == nil && sizes[g] > 0 {
-		return make([]byte, 0, int(sizes[g])+int(sizes[g])/8)
+		dst = make([]byte, 0, int(sizes[g])+int(sizes[g])/8)
 	}
+	start = len(dst)
+	dst = binary.AppendUvarint(dst, uint64(g))
+	return append(dst, 0, 0, 0, 0), start, len(dst)
+}
+
+// endGroup fills in the key count n of the block begun at start and
+// records its size for the next snapshot.
+func endGroup(dst []byte, sizes []int32, g, start, at int, n uint32) []byte {
+	binary.LittleEndian.PutUint32(dst[at:], n)
+	sizes[g] = int32(min(len(dst)-start, 1<<30))
 	return dst
 }
 
@@ -340,11 +346,7 @@ func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 }
 
 func (r *runningOp) writeGroup(dst []byte, g int) []byte {
-	dst = presize(dst, r.sizes, g)
-	start := len(dst)
-	dst = binary.AppendUvarint(dst, uint64(g))
-	at := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
+	dst, start, at := beginGroup(dst, r.sizes, g)
 	n := uint32(0)
 	r.state.Range(g, func(h uint64, st *running) bool {
 		for ; st != nil; st = st.next {
@@ -355,9 +357,7 @@ func (r *runningOp) writeGroup(dst []byte, g int) []byte {
 		}
 		return true
 	})
-	binary.LittleEndian.PutUint32(dst[at:], n)
-	r.sizes[g] = int32(min(len(dst)-start, 1<<30))
-	return dst
+	return endGroup(dst, r.sizes, g, start, at, n)
 }
 
 // RestoreGroups implements core.Snapshotter for the running aggregate.
