@@ -21,6 +21,8 @@ import (
 // goroutine writes the checkpoint and, once it is complete, lets the sink
 // commit the epoch's output.
 type Checkpointing struct {
+	// Store holds the checkpoints. Run unlocks it when it returns (if it
+	// was opened with snapshot.OpenLocked).
 	Store *snapshot.Store
 	// Interval between barriers, wall time (checked after each source
 	// batch); EveryBatches, if > 0, injects a barrier every that many

@@ -182,6 +182,9 @@ func outSchema(in *Schema, defs []OperatorDef) *Schema {
 // is closed (file output committed); on failure it is aborted. The report
 // is returned in every case.
 func Run(ctx context.Context, job *Job) (*Report, error) {
+	if cp := job.Checkpoint; cp != nil {
+		defer cp.Store.Unlock() // a store from snapshot.OpenLocked: the run is over
+	}
 	if err := job.validate(); err != nil {
 		return nil, err
 	}

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // FormatVersion is the version of the checkpoint format this package
@@ -78,6 +81,55 @@ type Store struct {
 	dir    string
 	fs     FS
 	retain int
+	lock   *os.File // held by OpenLocked until Unlock
+}
+
+// LockFile is the file in a checkpoint directory that a run holds an
+// exclusive lock on (flock), so that a second run cannot use the
+// directory at the same time.
+const LockFile = ".lock"
+
+// ErrLocked: another process (another run of the job) holds the checkpoint
+// directory.
+var ErrLocked = errors.New("checkpoint directory in use by another run")
+
+// OpenLocked is Open for the one run that writes the directory: it first
+// takes an exclusive, non-blocking lock on LockFile in dir (ErrLocked if
+// another process holds it), so that no other run removes this one's
+// temporary checkpoint as stray, or writes checkpoints and output parts
+// beside it. Unlock releases the lock; so does the process's exit.
+func OpenLocked(dir string, retain int) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint directory %s: %w", dir, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("checkpoint directory %s: lock: %w", dir, err)
+	}
+	s, err := Open(dir, retain, nil)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.lock = f
+	return s, nil
+}
+
+// Unlock releases the lock OpenLocked took (the lock file stays). A Store
+// from Open, or one already unlocked, is left as it is. The Store can still
+// be read afterwards.
+func (s *Store) Unlock() {
+	if s != nil && s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
 }
 
 // Open opens (creating) a checkpoint directory that keeps the newest retain

@@ -283,3 +283,37 @@ func TestWriteParts(t *testing.T) {
 		t.Fatalf("read %d bytes (%v), want %d", len(data), err, len(want))
 	}
 }
+
+// OpenLocked lets one run at a time write a directory: a second OpenLocked
+// gets ErrLocked (and removes nothing) until the first unlocks; plain Open
+// and reading are not locked out.
+func TestOpenLocked(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenLocked(dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(dir, tmpPrefix+"7") // a's checkpoint being written
+	if err := os.Mkdir(stray, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenLocked(dir, 2); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second OpenLocked: %v, want ErrLocked", err)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatalf("the locked-out run removed the other's temporary checkpoint: %v", err)
+	}
+	if _, err := a.List(); err != nil {
+		t.Fatal(err)
+	}
+	a.Unlock()
+	a.Unlock() // twice is fine
+	b, err := OpenLocked(dir, 2)
+	if err != nil {
+		t.Fatalf("after Unlock: %v", err)
+	}
+	b.Unlock()
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Fatalf("the stray temporary checkpoint survived a locked Open: %v", err)
+	}
+}

@@ -866,9 +866,15 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 	if opt.Validate {
 		return cp, f.viewCheckpoints(dir, opt)
 	}
-	if cp.Store, err = snapshot.Open(dir, retain, nil); err != nil {
+	if cp.Store, err = snapshot.OpenLocked(dir, retain); err != nil {
 		return nil, f.errAt("checkpoint.dir", "%v", err)
 	}
+	built := false
+	defer func() {
+		if !built {
+			cp.Store.Unlock()
+		}
+	}()
 	switch opt.Restore {
 	case "":
 		if n, err := cp.Store.Count(); err != nil {
@@ -905,6 +911,7 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 			opt.Info(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
 		}
 	}
+	built = true // core.Run unlocks the store when the job is over
 	return cp, nil
 }
 

@@ -1,11 +1,13 @@
 package jobfile
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"streamd/core"
 	"streamd/snapshot"
 )
 
@@ -55,4 +57,33 @@ checkpoint: {dir: ck, interval: 1s}
 	if n, _ := store.Count(); n != 1 {
 		t.Fatalf("%d checkpoints after restoring from 1, want 1", n)
 	}
+}
+
+// Two runs of a job cannot use one checkpoint directory at once: the
+// second Build is refused (snapshot.ErrLocked's message at checkpoint.dir) until
+// the first run is over (core.Run unlocks the store).
+func TestCheckpointDirectoryLocked(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	os.WriteFile(job, []byte("source:\n  generator: {count: 1000}\nsink:\n  discard: {}\ncheckpoint: {dir: ck, interval: 1s}\n"), 0o644)
+	f, err := Load(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := f.Build(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Build(Options{}); err == nil || !strings.Contains(err.Error(), snapshot.ErrLocked.Error()) || !strings.Contains(err.Error(), "job.yaml:5:") {
+		t.Fatalf("second run while the first holds the directory: %v", err)
+	}
+	if _, err := core.Run(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.Build(Options{})
+	if err != nil {
+		t.Fatalf("after the first run: %v", err)
+	}
+	again.Checkpoint.Store.Unlock()
+	again.Source.Close()
 }
