@@ -32,6 +32,14 @@ type Checkpointing struct {
 	// Timeout, if > 0, abandons a checkpoint not complete after that long
 	// (a slow sink, a stuck channel); the next one starts on schedule.
 	Timeout time.Duration
+	// Source and Sink describe the job's source and sink in words (their
+	// configuration, without what a restore may change: a record count, a
+	// rate, a parsing parallelism). A checkpoint records them, and a
+	// restore into a job whose source or sink differs is refused
+	// (ErrCheckpointMismatch): the position would be a count of other
+	// records, or the output parts of two formats would be joined. Empty:
+	// not recorded, not checked.
+	Source, Sink string
 	// Restore, if set, is the checkpoint the job resumes from: sources
 	// skip to their positions, key groups load into whatever channel count
 	// the job starts with, and an EpochSink drops output of later epochs.
@@ -220,7 +228,7 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	return w.Commit(snapshot.Metadata{
 		Sources:   map[string]int64{"source": info.position},
 		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
-		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime)},
+		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink},
 	})
 }
 
@@ -230,12 +238,19 @@ func (c *checkpointer) write(acks []ckptAck) error {
 // shape, or silently start some operators empty.
 var ErrCheckpointMismatch = errors.New("the checkpoint does not fit this job")
 
-// checkRestore says whether checkpoint meta can be restored into a region
-// of operators ops with groups key groups (0: no keyed region): the same
-// operators, in the same places, with the same State, and the same key
-// group count.
-func checkRestore(meta *snapshot.Metadata, ops []OperatorDef, groups int) error {
+// checkRestore says whether checkpoint meta can be restored into a job
+// with checkpointing cfg and a region of operators ops with groups key
+// groups (0: no keyed region): the same source and sink (as far as both
+// describe them), the same operators, in the same places, with the same
+// State, and the same key group count.
+func checkRestore(meta *snapshot.Metadata, cfg *Checkpointing, ops []OperatorDef, groups int) error {
 	id := snapshot.Name(meta.ID)
+	for _, io := range []struct{ what, was, is string }{
+		{"source", meta.Extra["source"], cfg.Source}, {"sink", meta.Extra["sink"], cfg.Sink}} {
+		if io.was != "" && io.is != "" && io.was != io.is {
+			return fmt.Errorf("%w: %s: the %s was %s, is now %s", ErrCheckpointMismatch, id, io.what, io.was, io.is)
+		}
+	}
 	if len(meta.Operators) != len(ops) || len(meta.OperatorStates) != len(ops) {
 		return fmt.Errorf("%w: %s holds %d region operators (%s), the job has %d", ErrCheckpointMismatch, id,
 			len(meta.Operators), strings.Join(meta.Operators, ", "), len(ops))

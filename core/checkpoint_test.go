@@ -272,10 +272,10 @@ func TestAlignmentMemoryBounded(t *testing.T) {
 }
 
 // A checkpoint restores only into a job whose region has the same
-// operators with the same state: a changed window, an operator added in
-// front (which would shift the state files) or another key group count is
-// refused with ErrCheckpointMismatch before anything runs; the same job
-// restores.
+// operators with the same state, and the same source and sink: a changed
+// window, an operator added in front (which would shift the state files),
+// another key group count, source or sink is refused with
+// ErrCheckpointMismatch before anything runs; the same job restores.
 func TestRestoreRefusesAnotherJob(t *testing.T) {
 	recs := genRecords(20000, 50, 4)
 	store, err := snapshot.Open(t.TempDir(), 3, nil)
@@ -288,7 +288,7 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2}
+		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2, Source: "generator A", Sink: "csv X"}
 		job.Source = &crashAfter{Source: job.Source, n: n}
 		if _, err := core.Run(context.Background(), job); !errors.Is(err, errCrash) {
 			t.Fatalf("first run, crash after %d batches: %v", n, err)
@@ -314,6 +314,8 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 		{"other window", func(j *core.Job) { j.Region.Ops = []core.OperatorDef{other} }, "region.ops[0] (per-minute) was"},
 		{"operator in front", func(j *core.Job) { j.Region.Ops = append([]core.OperatorDef{filter}, j.Region.Ops...) }, "holds 1 region operators"},
 		{"key groups", func(j *core.Job) { j.Region.Groups = 1024 }, "key groups"},
+		{"source", func(j *core.Job) { j.Checkpoint.Source = "generator B" }, "the source was generator A, is now generator B"},
+		{"sink", func(j *core.Job) { j.Checkpoint.Sink = "jsonl X" }, "the sink was csv X"},
 		{"same job", func(*core.Job) {}, ""}, // last: it completes and clears the store
 	} {
 		sink := &epochMem{}
@@ -321,8 +323,8 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1000, Restore: ck, Source: "generator A", Sink: "csv X"}
 		c.change(job)
-		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1000, Restore: ck}
 		_, err = core.Run(context.Background(), job)
 		switch {
 		case c.want == "" && err != nil:

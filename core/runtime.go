@@ -227,7 +227,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			if reg := job.Region; reg != nil {
 				ops, groups = reg.Ops, cmp.Or(reg.Groups, kvstate.DefaultGroups)
 			}
-			if err := checkRestore(&cp.Restore.Meta, ops, groups); err != nil {
+			if err := checkRestore(&cp.Restore.Meta, cp, ops, groups); err != nil {
 				return nil, err
 			}
 			r.restore = cp.Restore

@@ -1,12 +1,14 @@
 package jobfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	goruntime "runtime"
 	"strings"
@@ -156,6 +158,38 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	}
 	ok = true
 	return job, nil
+}
+
+// ioStates describes the job's source and sink for core.Checkpointing:
+// their settings as JSON, without what a restored run may change (a
+// generator's count and rate, a CSV file's parsing parallelism).
+func (s *Spec) ioStates() (source, sink string) {
+	in := s.Source
+	if c := in.CSV; c != nil {
+		cc := *c
+		cc.Parallelism = 0
+		in.CSV = &cc
+	}
+	if g := in.Generator; g != nil {
+		gg := *g
+		gg.Count, gg.Rate, gg.RateSteps = 0, 0, nil
+		in.Generator = &gg
+	}
+	return chosen(in), chosen(s.Sink)
+}
+
+// chosen renders the one member set in a SourceSpec or SinkSpec as JSON,
+// under its job-file name: {"generator":{...}}.
+func chosen(spec any) string {
+	v := reflect.ValueOf(spec)
+	for i := range v.NumField() {
+		if f := v.Field(i); !f.IsNil() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			b, _ := json.Marshal(map[string]any{name: f.Interface()})
+			return string(b)
+		}
+	}
+	return ""
 }
 
 // maxChannels bounds region.channels and --channels.
@@ -862,6 +896,7 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
 	}
 	cp := &core.Checkpointing{Interval: interval, Timeout: timeout}
+	cp.Source, cp.Sink = f.Spec.ioStates()
 	dir := f.path(c.Dir)
 	if opt.Validate {
 		return cp, f.viewCheckpoints(dir, opt)

@@ -87,3 +87,35 @@ func TestCheckpointDirectoryLocked(t *testing.T) {
 	again.Checkpoint.Store.Unlock()
 	again.Source.Close()
 }
+
+// The source and sink a checkpoint records leave out what a restored run
+// may change (a generator's count and rate, CSV parsing parallelism) and
+// keep the rest (a seed, a sink's format).
+func TestCheckpointIOStates(t *testing.T) {
+	states := func(src, sink string) (string, string) {
+		f, err := Parse("job.yaml", []byte("source:\n  "+src+"\nsink:\n  "+sink+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Build(Options{Validate: true}); err != nil {
+			t.Fatal(err)
+		}
+		return f.Spec.ioStates()
+	}
+	a, x := states("generator: {seed: 3, count: 10, rate: 100}", "csv: {path: o.csv}")
+	if b, y := states("generator: {seed: 3, count: 20, rate: 900}", "csv: {path: o.csv}"); a != b || x != y {
+		t.Errorf("count and rate changed the description: %s vs %s", a, b)
+	}
+	if b, _ := states("generator: {seed: 4, count: 10, rate: 100}", "csv: {path: o.csv}"); a == b {
+		t.Errorf("another seed, the same description %s", a)
+	}
+	if _, y := states("generator: {seed: 3, count: 10}", "jsonl: {path: o.csv}"); x == y || !strings.HasPrefix(x, `{"csv":`) {
+		t.Errorf("sinks %s and %s", x, y)
+	}
+	in := filepath.Join(t.TempDir(), "in.csv")
+	os.WriteFile(in, []byte("a\n1\n"), 0o644)
+	c, _ := states("csv: {path: "+in+", parallelism: 1}", "discard: {}")
+	if d, _ := states("csv: {path: "+in+", parallelism: 4}", "discard: {}"); c != d {
+		t.Errorf("parallelism changed the description: %s vs %s", c, d)
+	}
+}
