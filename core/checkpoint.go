@@ -63,6 +63,53 @@ type EpochSink interface {
 	Commit(epoch uint64) error
 }
 
+// OutputManifest is implemented by EpochSinks that can describe their
+// durable output, so that a restore can check it was not changed since.
+type OutputManifest interface {
+	// Manifest describes every part made durable by Barrier calls so far
+	// (opaque to the runtime; nil: nothing to record). It is called on the
+	// sink's goroutine right after Barrier, and the checkpoint of that
+	// barrier stores it as its file OutputManifestFile. The caller does not
+	// change the slice; the sink must not either.
+	Manifest() []byte
+	// VerifyOutput checks, before OpenEpochs(restored), that the output a
+	// restore from checkpoint restored keeps is exactly what manifest (that
+	// checkpoint's) describes. It changes nothing; a damaged output is an
+	// error wrapping ErrOutputDamaged that names the part.
+	VerifyOutput(manifest []byte, restored uint64) error
+}
+
+// OutputManifestFile is the checkpoint file holding the sink's manifest.
+const OutputManifestFile = "sink-output"
+
+// ErrOutputDamaged: output committed by the checkpoint to restore was
+// deleted, truncated or changed since; resuming from it would not give
+// the uncrashed output.
+var ErrOutputDamaged = errors.New("committed output damaged")
+
+// VerifyOutput checks the sink's committed output against checkpoint ck's
+// manifest (OutputManifest). A checkpoint without one, or a sink that keeps
+// none, passes.
+func VerifyOutput(s Sink, ck *snapshot.Checkpoint) error {
+	om, ok := s.(OutputManifest)
+	if !ok {
+		return nil
+	}
+	for _, f := range ck.Meta.Files {
+		if f.Name == OutputManifestFile {
+			m, err := ck.ReadFile(f.Name)
+			if err != nil {
+				return err
+			}
+			if err := om.VerifyOutput(m, ck.Meta.ID); err != nil {
+				return fmt.Errorf("%s: %w", snapshot.Name(ck.Meta.ID), err)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
 // barrierInfo travels with the copies of one barrier. The source stage
 // fills the replay position and watermark, the splitter the table and
 // channel count; it is read-only afterwards.
@@ -376,7 +423,13 @@ func (r *run) sinkCheckpoint(b *Batch) error {
 	if err == nil && es != nil {
 		err = es.Barrier(b.ckpt.epoch)
 	}
-	r.ck.acks <- ckptAck{info: b.ckpt, channel: -1, err: err}
+	ack := ckptAck{info: b.ckpt, channel: -1, err: err}
+	if om, ok := es.(OutputManifest); ok && err == nil {
+		if m := om.Manifest(); m != nil {
+			ack.files = map[string][][]byte{OutputManifestFile: {m}}
+		}
+	}
+	r.ck.acks <- ack
 	return err
 }
 

@@ -114,12 +114,25 @@ func (s *GroupSnapshot) Touch(g int) {
 // Finished reports whether every group has been written.
 func (s *GroupSnapshot) Finished() bool { return s.left.Load() == 0 }
 
-// TouchAll finishes every group (before handing groups to another owner,
-// or before the next snapshot). It is not counted as a stall: the
+// TouchAll finishes every group (before the next snapshot). It is not counted as a stall: the
 // background has normally finished long before.
 func (s *GroupSnapshot) TouchAll() {
 	for i := range s.groups {
 		s.take(i, false)
+	}
+}
+
+// TouchGroups finishes the given groups (those not in the snapshot are
+// ignored): before they are handed to another owner, who will change them
+// while this snapshot's background may still be writing others. It costs
+// only the groups not yet written, not the whole snapshot.
+func (s *GroupSnapshot) TouchGroups(groups []int) {
+	for _, g := range groups {
+		if g < len(s.slot) {
+			if i := s.slot[g]; i >= 0 && s.state[i].Load() != slotDone {
+				s.take(int(i), false)
+			}
+		}
 	}
 }
 

@@ -93,3 +93,50 @@ func TestGroupSnapshotStalls(t *testing.T) {
 		t.Errorf("Bytes: %d bytes, want 5", got)
 	}
 }
+
+// TouchGroups (before key groups go to another owner) writes exactly the
+// groups given, at their barrier values, while the background may still
+// be on others; a new owner may then change them (run under -race).
+func TestGroupSnapshotTouchGroups(t *testing.T) {
+	const groups = 512
+	state := make([]int64, groups)
+	for g := range state {
+		state[g] = int64(g)
+	}
+	release := make(chan struct{})
+	write := func(dst []byte, g int) []byte {
+		if g == 0 {
+			<-release // hold the background on the first group
+		}
+		return binary.AppendVarint(dst, state[g])
+	}
+	all := make([]int, groups)
+	for g := range all {
+		all[g] = g
+	}
+	s := core.NewGroupSnapshot(all, write)
+	moved := []int{5, 100, 511, 700} // 700: not in the snapshot
+	s.TouchGroups(moved)
+	if s.Finished() {
+		t.Fatal("finished with the background held on group 0")
+	}
+	done := make(chan struct{})
+	go func() { // the new owner changes what it adopted
+		defer close(done)
+		for _, g := range moved[:3] {
+			state[g] = -1
+		}
+	}()
+	<-done
+	close(release)
+	data := s.Bytes()
+	_, k := binary.Uvarint(data)
+	data = data[k:]
+	for g := range groups {
+		v, k := binary.Varint(data)
+		data = data[k:]
+		if v != int64(g) {
+			t.Fatalf("group %d written as %d, want its barrier value %d", g, v, g)
+		}
+	}
+}

@@ -18,6 +18,10 @@ type Report struct {
 	// pauses channels saw in them (p50, p99, max).
 	Rescales                     int64
 	PauseP50, PauseP99, PauseMax time.Duration
+	// DrainP50 and DrainMax are how long the source waited, before
+	// sending the markers, for the old channels to work off their backlog
+	// (the channels keep processing; the input stops).
+	DrainP50, DrainMax time.Duration
 	// Channels now (the live value for a running job).
 	CurrentChannels int
 	// Checkpoints completed, their duration (barrier injected → written)
@@ -116,12 +120,7 @@ func (r *run) report(wall time.Duration) *Report {
 		rep.StallP99, rep.StallMax = percentile(c.stalls, 99), percentile(c.stalls, 100)
 		c.mu.Unlock()
 	}
-	r.pauses.mu.Lock()
-	defer r.pauses.mu.Unlock()
-	if h := r.pauses.h; h != nil {
-		rep.PauseP50 = time.Duration(h.ValueAtQuantile(50)) * time.Microsecond
-		rep.PauseP99 = time.Duration(h.ValueAtQuantile(99)) * time.Microsecond
-		rep.PauseMax = time.Duration(h.Max()) * time.Microsecond
-	}
+	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.pauses.percentiles()
+	rep.DrainP50, _, rep.DrainMax = r.drains.percentiles()
 	return rep
 }

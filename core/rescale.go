@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -36,12 +38,30 @@ type reconf struct {
 	seq      uint64
 	from, to int // channel counts
 	moves    []kvstate.Move
+	// lose[c] lists, per new owner, the key groups channel c hands over:
+	// computed in prepare, so that a channel at the marker only releases.
+	lose [][]loss
 	// mail[c] receives the key groups channel c gains, one handoff per
 	// losing channel; expect[c] says how many.
 	mail   []chan handoff
 	expect []int
 	// outs are the merger's inputs after the change.
 	outs []*ring.SPSC[*Batch]
+	// synced is when the markers went out (Unix ns): a channel added by
+	// the change has nothing to do before, so its pause counts from here.
+	synced atomic.Int64
+	// spin says the machine runs every stage on its own core (GOMAXPROCS
+	// above the stages): waiters poll. Otherwise polling holds a P that a
+	// woken stage needs (a goroutine yielding with Gosched goes back on the
+	// global run queue, which is searched before the P's own next
+	// goroutine can be stolen), so waiters park at once.
+	spin bool
+}
+
+// loss is the key groups one channel hands to one new owner.
+type loss struct {
+	to     int
+	groups []int
 }
 
 // handoff carries key groups from their old owner to the new one: for each
@@ -68,6 +88,17 @@ func (p *pauseHist) record(d time.Duration) {
 	p.h.RecordValue(max(1, d.Microseconds()))
 }
 
+// percentiles returns p50, p99 and the maximum (zero when empty).
+func (p *pauseHist) percentiles() (p50, p99, pmax time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.h == nil {
+		return 0, 0, 0
+	}
+	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+	return us(p.h.ValueAtQuantile(50)), us(p.h.ValueAtQuantile(99)), us(p.h.Max())
+}
+
 // rescale changes the channel count to n. It runs on the source stage, the
 // splitter's goroutine, between two batches.
 func (r *run) rescale(n int) error {
@@ -79,19 +110,16 @@ func (r *run) rescale(n int) error {
 	// Prepare: the new key-group table and the moves; new channels and
 	// their rings, idle until their groups arrive.
 	sp.seq++
-	rc := &reconf{seq: sp.seq, from: from, to: n, mail: make([]chan handoff, max(from, n)), expect: make([]int, max(from, n))}
+	rc := &reconf{seq: sp.seq, from: from, to: n, mail: make([]chan handoff, max(from, n)), expect: make([]int, max(from, n)),
+		spin: runtime.GOMAXPROCS(0) > max(from, n)+2}
 	var table *kvstate.Table
 	if sp.table != nil {
 		table = kvstate.NewTable(sp.groups, n)
 		rc.moves = kvstate.Moves(sp.table, table)
-		senders := make([]map[int]bool, len(rc.expect))
-		for _, m := range rc.moves {
-			if senders[m.To] == nil {
-				senders[m.To] = map[int]bool{}
-			}
-			if !senders[m.To][m.From] {
-				senders[m.To][m.From] = true
-				rc.expect[m.To]++
+		rc.lose = losses(rc.moves, len(rc.expect))
+		for _, ls := range rc.lose {
+			for _, l := range ls {
+				rc.expect[l.to]++
 			}
 		}
 	}
@@ -115,15 +143,28 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
-	// Drain: let the old channels work off their backlog before the marker,
-	// so that a channel gaining key groups does not sit waiting while
-	// their old owner works through a full ring to reach the marker. The
-	// source waits here; the channels stay busy.
-	if err := r.drain(sp.rings); err != nil {
+	// Drain: let the old channels work off their backlog before the
+	// marker, so that a channel gaining key groups does not sit waiting
+	// while their old owner works through a full ring to reach the marker.
+	// The source waits here (its records would have waited in the rings
+	// anyway); the channels stay busy until they are done. A pulse at the
+	// current sequence first lets the merger order every channel's output
+	// up to here, so that no channel stays blocked on a full output ring.
+	t0 := time.Now()
+	for c := range sp.rings {
+		m := NewMarker(Pulse)
+		m.MarkSeq = sp.seq
+		if err := sp.push(c, m); err != nil {
+			return err
+		}
+	}
+	if err := r.drain(sp); err != nil {
 		return err
 	}
+	r.drains.record(time.Since(t0))
 	// Sync: every old channel gets the marker at seq; FIFO order means it
 	// has processed everything routed to it before.
+	rc.synced.Store(time.Now().UnixNano())
 	for c := 0; c < from; c++ {
 		m := NewMarker(Reconfig)
 		m.MarkSeq, m.reconf = rc.seq, rc
@@ -146,19 +187,17 @@ func (r *run) rescale(n int) error {
 	return nil
 }
 
-// drainBacklog is how many batches a channel may still hold when the
-// reconfiguration marker goes out.
-const drainBacklog = 1
-
-// drain waits until every ring holds at most drainBacklog batches.
-func (r *run) drain(rings []*ring.SPSC[*Batch]) error {
+// drain waits until every channel has finished every batch the splitter
+// pushed to it.
+func (r *run) drain(sp *splitter) error {
+	start := time.Now()
 	for spins := 0; ; spins++ {
 		busy := false
-		for _, rg := range rings {
+		for c, rg := range sp.rings {
 			if rg.Canceled() {
 				return fmt.Errorf("rescale: a channel stopped")
 			}
-			if rg.Len() > drainBacklog {
+			if r.chanStats[c].Batches.Load() != sp.pushed[c] {
 				busy = true
 			}
 		}
@@ -168,56 +207,131 @@ func (r *run) drain(rings []*ring.SPSC[*Batch]) error {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
-		if spins < 100 {
-			runtime.Gosched()
-		} else {
+		// Poll often (yielding) for the first drainSpin: a channel that has
+		// finished waits for the marker spinning, and one left idle longer
+		// than its ring's spin budget parks and must be woken.
+		if spins&15 == 0 && time.Since(start) > drainSpin {
 			time.Sleep(20 * time.Microsecond)
+		} else {
+			runtime.Gosched()
 		}
 	}
 }
+
+// drainSpin is how long drain polls without sleeping.
+const drainSpin = 2 * time.Millisecond
 
 // migrate is what channel c does at a reconfiguration marker: hand the key
 // groups it loses to their new owners, then adopt those it gains.
 func (r *run) migrate(c int, rc *reconf, insts []instance) error {
 	t0 := time.Now()
-	lost := map[int][]int{}
-	for _, m := range rc.moves {
-		if m.From == c {
-			lost[m.To] = append(lost[m.To], m.Group)
-		}
-	}
-	for to, groups := range lost {
-		h := handoff{groups: groups, state: make([]any, len(insts))}
-		for i, in := range insts {
-			if mg, ok := in.op.(Migrator); ok {
-				h.state[i] = mg.ReleaseGroups(groups)
-			}
-		}
-		rc.mail[to] <- h // buffered for every sender: never blocks
-	}
-	return r.adopt(c, rc, insts, t0)
-}
-
-// adopt waits for the handoffs channel c expects and installs them; the
-// channel's pause (from t0) is recorded.
-func (r *run) adopt(c int, rc *reconf, insts []instance, t0 time.Time) error {
-	if c < len(rc.expect) {
-		for k := 0; k < rc.expect[c]; k++ {
-			var h handoff
-			select {
-			case h = <-rc.mail[c]:
-			case <-r.ctx.Done():
-				return fmt.Errorf("channel %d: stopped while waiting for its key groups", c)
-			}
+	if c < len(rc.lose) {
+		for _, l := range rc.lose[c] {
+			h := handoff{groups: l.groups, state: make([]any, len(insts))}
 			for i, in := range insts {
 				if mg, ok := in.op.(Migrator); ok {
-					mg.AdoptGroups(h.groups, h.state[i])
+					h.state[i] = mg.ReleaseGroups(l.groups)
 				}
 			}
+			rc.mail[l.to] <- h // buffered for every sender: never blocks
 		}
+	}
+	if err := r.adopt(c, rc, insts); err != nil {
+		return err
 	}
 	r.pauses.record(time.Since(t0))
 	return nil
+}
+
+// join is what a channel added by the change does before its first record:
+// adopt its key groups. Its pause counts from the markers going out (before
+// that, nothing is routed to it); a channel with nothing to adopt has none.
+func (r *run) join(c int, rc *reconf, insts []instance) error {
+	if err := r.adopt(c, rc, insts); err != nil {
+		return err
+	}
+	if synced := rc.synced.Load(); synced != 0 {
+		r.pauses.record(time.Duration(max(0, time.Now().UnixNano()-synced)))
+	}
+	return nil
+}
+
+// adopt waits for the handoffs channel c expects and installs them.
+func (r *run) adopt(c int, rc *reconf, insts []instance) error {
+	if c >= len(rc.expect) {
+		return nil
+	}
+	for k := 0; k < rc.expect[c]; k++ {
+		h, err := r.receive(c, rc)
+		if err != nil {
+			return err
+		}
+		for i, in := range insts {
+			if mg, ok := in.op.(Migrator); ok {
+				mg.AdoptGroups(h.groups, h.state[i])
+			}
+		}
+	}
+	return nil
+}
+
+// adoptSpin is how long a channel waiting for key groups keeps polling
+// (yielding) after the markers went out, before it parks: the old owners
+// have finished their backlog by then (drain) and hand over within µs,
+// while waking a parked goroutine costs 30–60 µs or, on a busy machine,
+// a scheduler slice. A channel added by the change polls from its start,
+// through the drain, up to adoptSpinMax.
+const (
+	adoptSpin    = 200 * time.Microsecond
+	adoptSpinMax = 20 * time.Millisecond
+)
+
+func (r *run) receive(c int, rc *reconf) (handoff, error) {
+	start := time.Now()
+	for spins := 0; rc.spin; spins++ {
+		select {
+		case h := <-rc.mail[c]:
+			return h, nil
+		default:
+		}
+		if spins&63 == 63 {
+			now := time.Now()
+			synced := rc.synced.Load()
+			if now.Sub(start) > adoptSpinMax || (synced != 0 && now.UnixNano()-synced > int64(adoptSpin)) {
+				break
+			}
+		}
+		runtime.Gosched()
+	}
+	select {
+	case h := <-rc.mail[c]:
+		return h, nil
+	case <-r.ctx.Done():
+		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups", c)
+	}
+}
+
+// losses groups moves by old owner, then by new owner (channels in
+// increasing order, groups in the moves' order).
+func losses(moves []kvstate.Move, channels int) [][]loss {
+	out := make([][]loss, channels)
+	idx := make([]map[int]int, channels)
+	for _, m := range moves {
+		if idx[m.From] == nil {
+			idx[m.From] = map[int]int{}
+		}
+		i, ok := idx[m.From][m.To]
+		if !ok {
+			i = len(out[m.From])
+			idx[m.From][m.To] = i
+			out[m.From] = append(out[m.From], loss{to: m.To})
+		}
+		out[m.From][i].groups = append(out[m.From][i].groups, m.Group)
+	}
+	for _, ls := range out {
+		slices.SortFunc(ls, func(a, b loss) int { return a.to - b.to })
+	}
+	return out
 }
 
 // scaler decides, after each source batch, the channel count (0 = keep).

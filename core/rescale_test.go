@@ -58,6 +58,9 @@ func TestRescaleKeepsOutput(t *testing.T) {
 		if rep.PauseP50 <= 0 || rep.PauseMax < rep.PauseP99 {
 			t.Fatalf("seed %d: pause percentiles %v %v %v", seed, rep.PauseP50, rep.PauseP99, rep.PauseMax)
 		}
+		if rep.DrainP50 <= 0 || rep.DrainMax < rep.DrainP50 {
+			t.Fatalf("seed %d: drain wait p50 %v max %v", seed, rep.DrainP50, rep.DrainMax)
+		}
 	}
 }
 

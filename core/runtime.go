@@ -67,6 +67,7 @@ type run struct {
 	// Live reconfiguration (rescale.go).
 	rescales                  atomic.Int64
 	pauses                    pauseHist
+	drains                    pauseHist // the source's wait for the old channels' backlog
 	scaler                    scaler
 	usedChans                 atomic.Int64 // highest channel count reached
 	curChans                  atomic.Int64 // the splitter's channel count now
@@ -88,6 +89,9 @@ type instance struct {
 type ChannelStats struct {
 	Records atomic.Int64 // records processed
 	BusyNs  atomic.Int64 // ns inside operators, waits excluded
+	// Batches counts the batches (data and markers) the channel has
+	// finished, to compare with what the splitter pushed to it.
+	Batches atomic.Uint64
 }
 
 func (r *run) fail(err error) {
@@ -306,6 +310,9 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		var restored uint64
 		if r.restore != nil {
 			restored = r.restore.Meta.ID
+			if err := VerifyOutput(job.Sink, r.restore); err != nil {
+				return nil, err
+			}
 		}
 		if err := es.OpenEpochs(sinkIn, restored); err != nil {
 			return nil, err
@@ -572,7 +579,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 	}
 	if join != nil {
 		progress = join.seq
-		if err := r.adopt(c, join, insts, time.Now()); err != nil {
+		if err := r.join(c, join, insts); err != nil {
 			r.fail(err)
 			in.Cancel()
 			return
@@ -605,6 +612,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 			stats.BusyNs.Add(int64(time.Since(t0)))
 			stats.Records.Add(int64(n))
 		}
+		stats.Batches.Add(1)
 		if err == nil && kind == Data {
 			progress = last
 			if pending != nil {

@@ -33,6 +33,9 @@ type splitter struct {
 	// blocked counts, per channel, the ns the splitter spent blocked on a
 	// full ring: the congestion index's numerator (Gedik et al. 2014, §4.1).
 	blocked []atomic.Int64
+	// pushed counts, per channel index, the batches pushed to it (all
+	// kinds), to compare with ChannelStats.Batches.
+	pushed []uint64
 	// lastWM is the last watermark broadcast: a channel added later starts
 	// there.
 	lastWM int64
@@ -40,7 +43,7 @@ type splitter struct {
 
 func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region, maxChannels int) (*splitter, error) {
 	s := &splitter{rings: rings, parts: make([]*Batch, len(rings)), idle: make([]int, len(rings)),
-		blocked: make([]atomic.Int64, maxChannels), groups: r.Groups, lastWM: NoTime}
+		blocked: make([]atomic.Int64, maxChannels), pushed: make([]uint64, maxChannels), groups: r.Groups, lastWM: NoTime}
 	for _, k := range r.Key {
 		i, err := in.Lookup(k)
 		if err != nil {
@@ -87,6 +90,7 @@ func (s *splitter) push(c int, b *Batch) error {
 		return fmt.Errorf("channel %d stopped: %w", c, err)
 	}
 	s.idle[c] = 0
+	s.pushed[c]++
 	return nil
 }
 

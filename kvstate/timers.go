@@ -16,8 +16,12 @@ import (
 // with state size). Not safe for concurrent use; amortised, Add and Next
 // allocate nothing per reference.
 type Timers[R any] struct {
-	groups  []*groupTimers[R] // by key group; nil: none here
-	heap    timeHeap          // (earliest time, group), possibly stale
+	groups []*groupTimers[R] // by key group; nil: none here
+	// first[g] is group g's earliest time when armed[g] (it has timers
+	// here): dense, so that moving many groups reads no group's index.
+	first   []int64
+	armed   []bool
+	heap    timeHeap // (earliest time, group), possibly stale
 	group   func(R) int
 	scratch []R
 	spare   [][]R
@@ -55,7 +59,14 @@ func (h *timeHeap) pop() {
 	n := len(s) - 1
 	s[0] = s[n]
 	s = s[:n]
-	for i := 0; ; {
+	s.down(0)
+	*h = s
+}
+
+// down restores the heap order below i.
+func (s timeHeap) down(i int) {
+	n := len(s)
+	for {
 		l, m := 2*i+1, i
 		if l < n && s[l].at < s[m].at {
 			m = l
@@ -64,18 +75,24 @@ func (h *timeHeap) pop() {
 			m = r
 		}
 		if m == i {
-			break
+			return
 		}
 		s[i], s[m] = s[m], s[i]
 		i = m
 	}
-	*h = s
+}
+
+// fix re-establishes the heap order over all entries in O(len).
+func (s timeHeap) fix() {
+	for i := len(s)/2 - 1; i >= 0; i-- {
+		s.down(i)
+	}
 }
 
 // NewTimers returns an empty index over groups key groups; group gives a
 // reference's key group.
 func NewTimers[R any](groups int, group func(R) int) *Timers[R] {
-	return &Timers[R]{groups: make([]*groupTimers[R], groups), group: group}
+	return &Timers[R]{groups: make([]*groupTimers[R], groups), first: make([]int64, groups), armed: make([]bool, groups), group: group}
 }
 
 // Add registers r to fire at time at.
@@ -95,6 +112,7 @@ func (t *Timers[R]) Add(at int64, r R) {
 		gt.times = slices.Insert(gt.times, i, at)
 		if i == 0 {
 			t.heap.push(timeEntry{at: at, g: g})
+			t.first[g], t.armed[g] = at, true
 		}
 	}
 	gt.byTime[at] = append(refs, r)
@@ -111,10 +129,10 @@ func (t *Timers[R]) Next(upTo int64) (at int64, refs []R, ok bool) {
 			break
 		}
 		t.heap.pop()
-		gt := t.groups[e.g]
-		if gt == nil || len(gt.times) == 0 || gt.times[0] != e.at {
+		if !t.armed[e.g] || t.first[e.g] != e.at {
 			continue // stale: the group moved away or fired already
 		}
+		gt := t.groups[e.g]
 		at, ok = e.at, true
 		gtRefs := gt.byTime[e.at]
 		refs = append(refs, gtRefs...)
@@ -124,6 +142,9 @@ func (t *Timers[R]) Next(upTo int64) (at int64, refs []R, ok bool) {
 		gt.times = append(gt.times[:0], gt.times[1:]...) // keep the capacity
 		if len(gt.times) > 0 {
 			t.heap.push(timeEntry{at: gt.times[0], g: e.g})
+			t.first[e.g] = gt.times[0]
+		} else {
+			t.armed[e.g] = false
 		}
 	}
 	t.scratch = refs
@@ -151,29 +172,54 @@ func (t *Timers[R]) Recycle(refs []R) {
 type TimersHandoff[R any] struct {
 	groups []int
 	timers []*groupTimers[R]
+	first  []int64
+	armed  []bool
 }
 
 // Release removes the given key groups' timers and returns them, by
 // pointer, for the new owner's Adopt.
 func (t *Timers[R]) Release(groups []int) *TimersHandoff[R] {
-	h := &TimersHandoff[R]{}
+	n := len(groups)
+	h := &TimersHandoff[R]{groups: make([]int, 0, n), timers: make([]*groupTimers[R], 0, n), first: make([]int64, 0, n), armed: make([]bool, 0, n)}
 	for _, g := range groups {
 		if gt := t.groups[g]; gt != nil {
 			h.groups = append(h.groups, g)
 			h.timers = append(h.timers, gt)
-			t.groups[g] = nil // its heap entries go stale
+			h.first = append(h.first, t.first[g])
+			h.armed = append(h.armed, t.armed[g])
+			t.groups[g], t.armed[g] = nil, false // its heap entries go stale
 		}
+	}
+	if len(t.heap) > 2*len(t.groups) {
+		t.rebuild() // stale entries outnumber the groups
 	}
 	return h
 }
 
-// Adopt installs timers another channel released.
-func (t *Timers[R]) Adopt(h *TimersHandoff[R]) {
-	for i, g := range h.groups {
-		gt := h.timers[i]
-		t.groups[g] = gt
-		if len(gt.times) > 0 {
-			t.heap.push(timeEntry{at: gt.times[0], g: g})
+// rebuild replaces the heap by one entry per group holding timers, in
+// O(groups): stale entries (groups released or fired) are dropped.
+func (t *Timers[R]) rebuild() {
+	t.heap = t.heap[:0]
+	for g, ok := range t.armed {
+		if ok {
+			t.heap = append(t.heap, timeEntry{at: t.first[g], g: g})
 		}
+	}
+	t.heap.fix()
+}
+
+// Adopt installs timers another channel released: one heap push per group,
+// or, for many groups at once, one rebuild of the heap (O(groups), which
+// also drops stale entries).
+func (t *Timers[R]) Adopt(h *TimersHandoff[R]) {
+	bulk := len(h.groups) > 64
+	for i, g := range h.groups {
+		t.groups[g], t.first[g], t.armed[g] = h.timers[i], h.first[i], h.armed[i]
+		if !bulk && h.armed[i] {
+			t.heap.push(timeEntry{at: h.first[i], g: g})
+		}
+	}
+	if bulk {
+		t.rebuild()
 	}
 }

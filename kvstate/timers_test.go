@@ -10,19 +10,33 @@ import (
 type tref struct{ g, id int }
 
 // Timers behave as a sorted multimap, and Release/Adopt move exactly the
-// released groups' entries.
+// released groups' entries — into an index that holds timers of its own,
+// one group at a time or (over 64 groups) by rebuilding the heap.
 func TestTimersModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		a := NewTimers(8, func(r tref) int { return r.g })
-		b := NewTimers(8, func(r tref) int { return r.g })
-		model := map[int64][]tref{}
-		for i := rapid.IntRange(0, 100).Draw(t, "n"); i > 0; i-- {
+		n := rapid.SampledFrom([]int{8, 300}).Draw(t, "groups")
+		a := NewTimers(n, func(r tref) int { return r.g })
+		b := NewTimers(n, func(r tref) int { return r.g })
+		model := map[int64][]tref{}  // a's entries
+		modelB := map[int64][]tref{} // b's own entries
+		for i := rapid.IntRange(0, 3*n).Draw(t, "n") + (n-8)*2; i > 0; i-- {
 			at := rapid.Int64Range(0, 20).Draw(t, "at")
-			r := tref{g: rapid.IntRange(0, 7).Draw(t, "g"), id: i}
-			a.Add(at, r)
-			model[at] = append(model[at], r)
+			r := tref{g: rapid.IntRange(0, n-1).Draw(t, "g"), id: i}
+			if rapid.IntRange(0, 3).Draw(t, "side") == 0 {
+				b.Add(at, r)
+				modelB[at] = append(modelB[at], r)
+			} else {
+				a.Add(at, r)
+				model[at] = append(model[at], r)
+			}
 		}
-		groups := []int{rapid.IntRange(0, 7).Draw(t, "lose1"), rapid.IntRange(0, 7).Draw(t, "lose2")}
+		// b's own groups are never released by a (one owner per group).
+		var groups []int
+		for g := range n {
+			if rapid.IntRange(0, 3).Draw(t, "keep") > 0 && !ownsAny(modelB, g) {
+				groups = append(groups, g)
+			}
+		}
 		b.Adopt(a.Release(groups))
 		drain := func(ti *Timers[tref]) map[int64][]tref {
 			out := map[int64][]tref{}
@@ -41,9 +55,17 @@ func TestTimersModel(t *testing.T) {
 			}
 		}
 		ga, gb := drain(a), drain(b)
-		for at, want := range model {
-			var gotA, gotB []tref
-			for _, r := range want {
+		times := map[int64]bool{}
+		for at := range model {
+			times[at] = true
+		}
+		for at := range modelB {
+			times[at] = true
+		}
+		for at := range times {
+			var gotA []tref
+			gotB := append([]tref(nil), modelB[at]...)
+			for _, r := range model[at] {
 				if slices.Contains(groups, r.g) {
 					gotB = append(gotB, r)
 				} else {
@@ -61,6 +83,17 @@ func TestTimersModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+func ownsAny(m map[int64][]tref, g int) bool {
+	for _, rs := range m {
+		for _, r := range rs {
+			if r.g == g {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func TestTimersNextBound(t *testing.T) {

@@ -480,7 +480,12 @@ func (s *Store) List() ([]Info, error) {
 // Latest returns the newest checkpoint that verifies, and the errors of
 // newer ones it skipped. With no checkpoint it returns ErrNoCheckpoint;
 // with checkpoints and none valid, an error joining theirs.
-func (s *Store) Latest() (*Checkpoint, []error, error) {
+func (s *Store) Latest() (*Checkpoint, []error, error) { return s.LatestWhere(nil) }
+
+// LatestWhere is Latest for the newest checkpoint that verifies and that
+// accept (if not nil) takes: a checkpoint accept refuses is skipped with
+// accept's error, like one that fails verification.
+func (s *Store) LatestWhere(accept func(*Checkpoint) error) (*Checkpoint, []error, error) {
 	ids, err := s.ids()
 	if err != nil {
 		return nil, nil, err
@@ -491,6 +496,9 @@ func (s *Store) Latest() (*Checkpoint, []error, error) {
 	var skipped []error
 	for _, id := range ids {
 		c, err := Load(filepath.Join(s.dir, Name(id)), s.fs)
+		if err == nil && accept != nil {
+			err = accept(c)
+		}
 		if err == nil {
 			return c, skipped, nil
 		}

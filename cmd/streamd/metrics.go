@@ -175,6 +175,11 @@ func (m *metricsServer) writeJob(e *expo, l liveView) {
 		e.sample("streamd_rescale_pause_seconds", r.PauseP99.Seconds(), "quantile", "0.99")
 		e.sample("streamd_rescale_pause_seconds", r.PauseMax.Seconds(), "quantile", "1")
 	}
+	e.family("streamd_rescale_drain_seconds", "gauge", "Time the source waited in live channel changes for the old channels to finish their backlog, at quantiles (1 = max).")
+	if r.Rescales > 0 {
+		e.sample("streamd_rescale_drain_seconds", r.DrainP50.Seconds(), "quantile", "0.5")
+		e.sample("streamd_rescale_drain_seconds", r.DrainMax.Seconds(), "quantile", "1")
+	}
 
 	e.family("streamd_late_records_total", "counter", "Records that arrived after their windows fired.")
 	e.sample("streamd_late_records_total", float64(r.Late))

@@ -173,6 +173,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		if errors.Is(err, core.ErrCheckpointMismatch) { // a job file that does not fit its checkpoints
 			return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
 		}
+		if errors.Is(err, core.ErrOutputDamaged) {
+			return jobErr(fmt.Errorf("%w; restore from an older checkpoint (streamd checkpoints list), whose replay writes that part again, or start afresh", err))
+		}
 		return jobErr(err)
 	}
 	return nil
@@ -206,7 +209,8 @@ func printReport(w io.Writer, r *core.Report, err error) {
 		}
 	}
 	if r.Rescales > 0 {
-		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s\n", r.Rescales, r.PauseP50, r.PauseP99, r.PauseMax)
+		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s; source drain wait p50 %s, max %s\n", r.Rescales,
+			r.PauseP50, r.PauseP99, r.PauseMax, r.DrainP50, r.DrainMax)
 	}
 	if r.Checkpoints > 0 || r.CheckpointTimeouts > 0 || r.CheckpointFailures > 0 {
 		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, barrier pause p99 %s, copy-on-write stalls %d (p99 %s, max %s)\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,

@@ -149,7 +149,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	if job.Sink, err = f.buildSink(opt); err != nil {
 		return nil, err
 	}
-	if job.Checkpoint, err = f.buildCheckpoint(opt); err != nil {
+	if job.Checkpoint, err = f.buildCheckpoint(opt, job.Sink); err != nil {
 		return nil, err
 	}
 	if s.DeadLetterPath != "" {
@@ -844,6 +844,21 @@ func (m mkdirSink) OpenEpochs(s *core.Schema, restored uint64) error {
 	return es.OpenEpochs(s, restored)
 }
 
+// Manifest and VerifyOutput pass core.OutputManifest through the wrapper.
+func (m mkdirSink) Manifest() []byte {
+	if om, ok := m.Sink.(core.OutputManifest); ok {
+		return om.Manifest()
+	}
+	return nil
+}
+
+func (m mkdirSink) VerifyOutput(manifest []byte, restored uint64) error {
+	if om, ok := m.Sink.(core.OutputManifest); ok {
+		return om.VerifyOutput(manifest, restored)
+	}
+	return nil
+}
+
 func (m mkdirSink) Barrier(epoch uint64) error {
 	if es, ok := m.Sink.(core.EpochSink); ok {
 		return es.Barrier(epoch)
@@ -860,7 +875,7 @@ func (m mkdirSink) Commit(epoch uint64) error {
 
 // buildCheckpoint opens the checkpoint store and, with Options.Restore,
 // the checkpoint to resume from.
-func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
+func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing, error) {
 	c := f.Spec.Checkpoint
 	if c == nil {
 		if opt.Restore != "" {
@@ -918,7 +933,11 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 			return nil, f.errAt("checkpoint.dir", "%s holds %d checkpoint(s) of an unfinished run: resume it with --restore latest, or remove the directory to start afresh", dir, n)
 		}
 	case "latest":
-		ck, skipped, err := cp.Store.Latest()
+		// A checkpoint whose committed output was damaged since is
+		// skipped like one that fails verification: an older one
+		// rewinds the source to before the damaged part and writes it
+		// again.
+		ck, skipped, err := cp.Store.LatestWhere(func(c *snapshot.Checkpoint) error { return core.VerifyOutput(sink, c) })
 		for _, s := range skipped {
 			if opt.Warn != nil {
 				opt.Warn(fmt.Sprintf("skipping checkpoint: %v", s))
@@ -926,6 +945,9 @@ func (f *File) buildCheckpoint(opt Options) (*core.Checkpointing, error) {
 		}
 		if errors.Is(err, snapshot.ErrNoCheckpoint) {
 			return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
+		}
+		if errors.Is(err, core.ErrOutputDamaged) {
+			return nil, fmt.Errorf("restore: %w; output committed before the oldest checkpoint is damaged: remove %s and run without --restore to start afresh", err, dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w", err)

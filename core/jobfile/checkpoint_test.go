@@ -2,6 +2,9 @@ package jobfile
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +120,58 @@ func TestCheckpointIOStates(t *testing.T) {
 	c, _ := states("csv: {path: "+in+", parallelism: 1}", "discard: {}")
 	if d, _ := states("csv: {path: "+in+", parallelism: 4}", "discard: {}"); c != d {
 		t.Errorf("parallelism changed the description: %s vs %s", c, d)
+	}
+}
+
+// --restore latest skips a checkpoint whose committed output was damaged
+// since (a part truncated) for the newest one whose kept parts are
+// intact, which rewinds the source to before the damaged part; with none
+// left it fails naming the part.
+func TestRestoreSkipsDamagedOutput(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	os.WriteFile(job, []byte("source:\n  generator: {count: 1000}\nsink:\n  csv: {path: out.csv}\ncheckpoint: {dir: ck, interval: 1s}\n"), 0o644)
+	f, err := Load(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := filepath.Join(dir, "out.csv.parts")
+	os.MkdirAll(parts, 0o755)
+	var manifest []byte
+	store, _ := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+	for id := uint64(1); id <= 2; id++ {
+		data := []byte(strings.Repeat("x,1\n", int(id)))
+		os.WriteFile(filepath.Join(parts, fmt.Sprintf("epoch-%012d", id)), data, 0o644)
+		manifest = fmt.Appendf(manifest, "%d %d %08x\n", id, len(data), crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+		w, _ := store.Begin(id)
+		if err := w.WriteParts(core.OutputManifestFile, [][]byte{manifest}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(snapshot.Metadata{ID: id, Sources: map[string]int64{"source": int64(id) * 10}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := func() (*core.Job, []string, error) {
+		var warnings []string
+		j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
+		if err == nil {
+			j.Source.Close()
+			j.Checkpoint.Store.Unlock()
+		}
+		return j, warnings, err
+	}
+	j, warnings, err := build()
+	if err != nil || j.Checkpoint.Restore.Meta.ID != 2 || len(warnings) != 0 {
+		t.Fatalf("intact output: restored %v, warnings %q, err %v", j, warnings, err)
+	}
+	os.Truncate(filepath.Join(parts, "epoch-000000000002"), 2)
+	j, warnings, err = build()
+	if err != nil || j.Checkpoint.Restore.Meta.ID != 1 || len(warnings) != 1 ||
+		!strings.Contains(warnings[0], core.ErrOutputDamaged.Error()) || !strings.Contains(warnings[0], "epoch-000000000002") {
+		t.Fatalf("part 2 truncated: restored %v, warnings %q, err %v", j, warnings, err)
+	}
+	os.Remove(filepath.Join(parts, "epoch-000000000001"))
+	if _, _, err = build(); !errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "epoch-000000000001") {
+		t.Fatalf("part 1 missing too: err %v", err)
 	}
 }

@@ -1,8 +1,10 @@
 package sink
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,12 +25,52 @@ import (
 // any number of crashes and restores the final file equals an uncrashed
 // run's. A job that fails and is not restored leaves the parts directory;
 // the next fresh run removes it.
+//
+// Each part's size and CRC-32C are computed as it is written; the sink's
+// manifest (one line per durable part: epoch, bytes, checksum) goes into
+// every checkpoint (core.OutputManifest), and a restore first checks the
+// parts it keeps against the manifest of the checkpoint it restores from:
+// a part deleted, truncated, extended or changed after its checkpoint is
+// reported (core.ErrOutputDamaged) instead of giving short output.
 
 // epochState is a file sink's epoch bookkeeping.
 type epochState struct {
 	dir   string   // <path>.parts
 	epoch uint64   // the epoch being written
 	part  *os.File // its part file, opened on first write
+	size  int64    // bytes written to part
+	crc   uint32   // their CRC-32C
+	// manifest describes every durable part (manifestLine each).
+	manifest []byte
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// manifestLine describes one part: epoch, size in bytes, CRC-32C.
+func manifestLine(dst []byte, epoch uint64, size int64, crc uint32) []byte {
+	return fmt.Appendf(dst, "%d %d %08x\n", epoch, size, crc)
+}
+
+// partInfo is one manifest line, parsed.
+type partInfo struct {
+	epoch uint64
+	size  int64
+	crc   uint32
+}
+
+func parseManifest(m []byte) ([]partInfo, error) {
+	var out []partInfo
+	for i, line := range strings.Split(strings.TrimSuffix(string(m), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var p partInfo
+		if n, err := fmt.Sscanf(line, "%d %d %x", &p.epoch, &p.size, &p.crc); n != 3 || err != nil {
+			return nil, fmt.Errorf("output manifest line %d: %q", i+1, line)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func partName(e uint64) string { return fmt.Sprintf("epoch-%012d", e) }
@@ -51,6 +93,13 @@ func (s *textSink) OpenEpochs(schema *core.Schema, restored uint64) error {
 		return s.fail(fmt.Errorf("%s exists and is not a regular file", s.path))
 	}
 	ep := &epochState{dir: s.path + ".parts", epoch: restored + 1}
+	if restored > 0 {
+		if s.verified != nil && s.verifiedFor == restored {
+			ep.manifest = s.verified
+		} else if ep.manifest, err = s.describeParts(ep.dir, restored); err != nil {
+			return s.fail(fmt.Errorf("restore from checkpoint %d: output parts: %w", restored, err))
+		}
+	}
 	if restored == 0 {
 		if err := os.RemoveAll(ep.dir); err != nil {
 			return s.fail(err)
@@ -95,8 +144,12 @@ func (s *textSink) writePart(p []byte) (int, error) {
 			return 0, err
 		}
 		ep.part = f
+		ep.size, ep.crc = 0, 0
 	}
-	return ep.part.Write(p)
+	n, err := ep.part.Write(p)
+	ep.size += int64(n)
+	ep.crc = crc32.Update(ep.crc, castagnoli, p[:n])
+	return n, err
 }
 
 // closePart flushes and fsyncs the current part.
@@ -108,6 +161,7 @@ func (s *textSink) closePart() error {
 	if ep.part == nil {
 		return nil
 	}
+	ep.manifest = manifestLine(ep.manifest, ep.epoch, ep.size, ep.crc)
 	err := ep.part.Sync()
 	if cerr := ep.part.Close(); err == nil {
 		err = cerr
@@ -130,6 +184,104 @@ func (s *textSink) Barrier(epoch uint64) error {
 	}
 	s.epochs.epoch = epoch + 1
 	return syncDir(s.epochs.dir)
+}
+
+// Manifest implements core.OutputManifest: one line per part made durable
+// by a Barrier so far (epoch, bytes, CRC-32C). The returned slice is not
+// changed afterwards.
+func (s *textSink) Manifest() []byte {
+	if s.epochs == nil {
+		return nil
+	}
+	m := s.epochs.manifest
+	return m[:len(m):len(m)]
+}
+
+// VerifyOutput implements core.OutputManifest: the parts of epochs ≤
+// restored in <path>.parts must be exactly those manifest lists, each
+// with its size and CRC-32C. It reads them and changes nothing.
+func (s *textSink) VerifyOutput(manifest []byte, restored uint64) error {
+	if s.path == "" || (s.verifiedSrc != nil && s.verifiedFor == restored && bytes.Equal(manifest, s.verifiedSrc)) {
+		return nil // checked already (choosing the checkpoint, then starting)
+	}
+	want, err := parseManifest(manifest)
+	if err != nil {
+		return fmt.Errorf("%w: %v", core.ErrOutputDamaged, err)
+	}
+	dir := s.path + ".parts"
+	listed := map[uint64]bool{}
+	for _, p := range want {
+		if p.epoch > restored {
+			continue
+		}
+		listed[p.epoch] = true
+		name := filepath.Join(dir, partName(p.epoch))
+		size, crc, err := checksumFile(name)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%w: %s is missing (%d bytes committed)", core.ErrOutputDamaged, name, p.size)
+		case err != nil:
+			return fmt.Errorf("%w: %s: %v", core.ErrOutputDamaged, name, err)
+		case size != p.size:
+			return fmt.Errorf("%w: %s holds %d bytes, %d were committed", core.ErrOutputDamaged, name, size, p.size)
+		case crc != p.crc:
+			return fmt.Errorf("%w: %s has checksum %08x, %08x was committed", core.ErrOutputDamaged, name, crc, p.crc)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", core.ErrOutputDamaged, dir, err)
+	}
+	for _, e := range entries {
+		if n, ok := parseEpoch(e.Name()); ok && n <= restored && !listed[n] {
+			return fmt.Errorf("%w: %s was not committed by checkpoint %d", core.ErrOutputDamaged, filepath.Join(dir, e.Name()), restored)
+		}
+	}
+	s.verified, s.verifiedSrc, s.verifiedFor = keptManifest(want, restored), manifest, restored
+	return nil
+}
+
+// keptManifest is the manifest of the parts a restore keeps.
+func keptManifest(parts []partInfo, restored uint64) []byte {
+	var m []byte
+	for _, p := range parts {
+		if p.epoch <= restored {
+			m = manifestLine(m, p.epoch, p.size, p.crc)
+		}
+	}
+	return m
+}
+
+// describeParts reads the parts of epochs ≤ restored and returns their
+// manifest (a restore from a checkpoint that recorded none).
+func (s *textSink) describeParts(dir string, restored uint64) ([]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var parts []partInfo
+	for _, e := range entries {
+		if n, ok := parseEpoch(e.Name()); ok && n <= restored {
+			size, crc, err := checksumFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, partInfo{epoch: n, size: size, crc: crc})
+		}
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].epoch < parts[j].epoch })
+	return keptManifest(parts, restored), nil
+}
+
+func checksumFile(name string) (int64, uint32, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, f)
+	return n, h.Sum32(), err
 }
 
 // Commit implements core.EpochSink. Parts are durable from their barrier

@@ -65,6 +65,10 @@ type textSink struct {
 	state  state
 	err    error       // the first write error; every later call returns it
 	epochs *epochState // exactly-once mode (epochs.go), nil otherwise
+	// verified is the manifest of the parts VerifyOutput found intact for a
+	// restore from checkpoint verifiedFor (OpenEpochs starts from it).
+	verified, verifiedSrc []byte
+	verifiedFor           uint64
 }
 
 var errNotOpen = errors.New("sink is not open")

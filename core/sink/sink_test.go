@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -487,4 +488,115 @@ func TestEpochPartsSurviveCrash(t *testing.T) {
 	if _, err := os.Stat(path + ".parts"); !os.IsNotExist(err) {
 		t.Fatalf("parts left after Close: %v", err)
 	}
+}
+
+// A restore checks the parts it keeps against the checkpoint's manifest:
+// a part deleted, truncated, extended, changed in place, or one the
+// checkpoint did not commit, is reported (core.ErrOutputDamaged, naming the
+// part); parts of later epochs are not checked (the restore discards
+// them). An intact restore carries the manifest on, so a later checkpoint
+// lists the kept parts too.
+func TestEpochPartsVerified(t *testing.T) {
+	recs := records()
+	crashed := func(t *testing.T) (string, []byte) {
+		path := filepath.Join(t.TempDir(), "out.csv")
+		k := CSV(path, CSVOptions{Header: true}).(core.EpochSink)
+		if err := k.OpenEpochs(schema, 0); err != nil {
+			t.Fatal(err)
+		}
+		for e := 1; e <= 3; e++ {
+			if err := k.Write(batchOf(schema, recs[e-1:e])); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Barrier(uint64(e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := k.(core.OutputManifest).Manifest() // checkpoint 3's
+		k.Write(batchOf(schema, recs[:1]))      // epoch 4, never committed
+		k.Barrier(4)
+		k.Abort()
+		return path, m
+	}
+	part := func(path string, e int) string {
+		return filepath.Join(path+".parts", fmt.Sprintf("epoch-%012d", e))
+	}
+	verify := func(path string, m []byte, restored uint64) error {
+		return CSV(path, CSVOptions{Header: true}).(core.OutputManifest).VerifyOutput(m, restored)
+	}
+	path, m := crashed(t)
+	if lines := strings.Count(string(m), "\n"); lines != 3 {
+		t.Fatalf("manifest after 3 barriers:\n%s", m)
+	}
+	if err := verify(path, m, 3); err != nil {
+		t.Fatalf("intact output: %v", err)
+	}
+	damage := map[string]func(p string) error{
+		"missing":   os.Remove,
+		"truncated": func(p string) error { return os.Truncate(p, 3) },
+		"extended": func(p string) error {
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err == nil {
+				_, err = f.WriteString("x\n")
+				f.Close()
+			}
+			return err
+		},
+		"changed": func(p string) error {
+			b, err := os.ReadFile(p)
+			if err == nil {
+				b[len(b)-2] ^= 1
+				err = os.WriteFile(p, b, 0o644)
+			}
+			return err
+		},
+	}
+	for name, f := range damage {
+		path, m := crashed(t)
+		if err := f(part(path, 2)); err != nil {
+			t.Fatal(err)
+		}
+		err := verify(path, m, 3)
+		if !errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "epoch-000000000002") {
+			t.Fatalf("%s part: err = %v", name, err)
+		}
+		// An older checkpoint keeps only parts before the damage: fine.
+		if err := verify(path, keepLines(m, 1), 1); err != nil {
+			t.Fatalf("%s part 2, restore from 1: %v", name, err)
+		}
+	}
+	// A part the checkpoint did not commit, among the kept epochs.
+	path, m = crashed(t)
+	if err := verify(path, keepLines(m, 1), 2); !errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "not committed") {
+		t.Fatalf("uncommitted part: err = %v", err)
+	}
+	// Later epochs' parts are not checked: a restore discards them.
+	os.Truncate(part(path, 3), 0)
+	if err := verify(path, keepLines(m, 2), 2); err != nil {
+		t.Fatalf("restore from 2 with part 3 damaged: %v", err)
+	}
+	// Restored from 3 (verified), one more epoch: its manifest has 4 parts.
+	path, m = crashed(t)
+	k := CSV(path, CSVOptions{Header: true})
+	if err := k.(core.OutputManifest).VerifyOutput(m, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.(core.EpochSink).OpenEpochs(schema, 3); err != nil {
+		t.Fatal(err)
+	}
+	k.Write(batchOf(schema, recs[:2]))
+	k.(core.EpochSink).Barrier(4)
+	m4 := k.(core.OutputManifest).Manifest()
+	if !strings.HasPrefix(string(m4), string(m)) || strings.Count(string(m4), "\n") != 4 {
+		t.Fatalf("manifest after restore and one more barrier:\n%s\nwant checkpoint 3's:\n%s+ one line", m4, m)
+	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepLines is the manifest's first n lines.
+func keepLines(m []byte, n int) []byte {
+	lines := strings.SplitAfter(string(m), "\n")
+	return []byte(strings.Join(lines[:n], ""))
 }

@@ -90,9 +90,9 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 // ReleaseGroups implements core.Migrator: the running aggregate keeps no
 // per-instance data, but a snapshot in flight must finish the groups
 // before their new owner changes them.
-func (r *runningOp) ReleaseGroups([]int) any {
+func (r *runningOp) ReleaseGroups(groups []int) any {
 	if r.snap != nil {
-		r.snap.TouchAll()
+		r.snap.TouchGroups(groups)
 	}
 	return nil
 }

@@ -348,7 +348,7 @@ func describe(s *core.Schema, row []core.Value) string {
 // in the shared kvstate map).
 func (w *windowOp) ReleaseGroups(groups []int) any {
 	if w.snap != nil {
-		w.snap.TouchAll() // the new owner will change them
+		w.snap.TouchGroups(groups) // the new owner will change them
 	}
 	return w.fire.Release(groups)
 }
