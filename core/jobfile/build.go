@@ -916,6 +916,19 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing
 	if opt.Validate {
 		return cp, f.viewCheckpoints(dir, opt)
 	}
+	// A restore that is bound to be refused creates nothing: OpenLocked
+	// would make the directory and its lock file first.
+	if opt.Restore != "" {
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			if opt.Restore == "latest" {
+				return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
+			}
+			// A checkpoint from elsewhere may start a new directory.
+			if _, err := snapshot.Load(opt.Restore, nil); err != nil {
+				return nil, fmt.Errorf("restore: %w", err)
+			}
+		}
+	}
 	if cp.Store, err = snapshot.OpenLocked(dir, retain); err != nil {
 		return nil, f.errAt("checkpoint.dir", "%v", err)
 	}
