@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -55,14 +56,21 @@ func newCheckpointsCmd() *cobra.Command {
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:   "inspect <checkpoint-dir>",
+		Use:   "inspect <dir>/<checkpoint> | inspect <dir> <checkpoint>",
 		Short: "Show a checkpoint's metadata, files, sizes and checksum status",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show a checkpoint's metadata, files, sizes and checksum status. The
+checkpoint is its path (ck/chk-000000000004), or a checkpoint directory and
+the checkpoint's name or number in it (ck chk-000000000004, ck 4, ck chk-4).`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkpointArg("checkpoints inspect", args[0]); err != nil {
+			path, err := inspectPath(args)
+			if err != nil {
 				return usageErr(err)
 			}
-			c, err := snapshot.Load(args[0], nil)
+			if err := checkpointArg("checkpoints inspect", path); err != nil {
+				return usageErr(err)
+			}
+			c, err := snapshot.Load(path, nil)
 			if err != nil {
 				return jobErr(err)
 			}
@@ -71,6 +79,34 @@ func newCheckpointsCmd() *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// inspectPath is the checkpoint path that checkpoints inspect's arguments
+// name: a path, or a checkpoint directory and a checkpoint in it by name
+// (chk-000000000004) or number (4, chk-4).
+func inspectPath(args []string) (string, error) {
+	const what = "checkpoints inspect"
+	if len(args) == 1 {
+		p := args[0]
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !strings.ContainsRune(p, filepath.Separator) && p != "." && p != ".." {
+			return "", fmt.Errorf("%s: no checkpoint %s here; give its path (DIR/%s) or streamd checkpoints inspect DIR %s", what, p, p, p)
+		}
+		return p, nil
+	}
+	dir, name := args[0], args[1]
+	if err := isDir(dir); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	id, err := strconv.ParseUint(strings.TrimPrefix(name, "chk-"), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%s: %q is not a checkpoint name or number (expected %s or %d, as streamd checkpoints list %s shows)",
+			what, name, snapshot.Name(4), 4, dir)
+	}
+	path := filepath.Join(dir, snapshot.Name(id))
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s: no checkpoint %s in %s (streamd checkpoints list %s lists them)", what, snapshot.Name(id), dir, dir)
+	}
+	return path, nil
 }
 
 // isDir returns an error saying what dir is when it is not a directory.

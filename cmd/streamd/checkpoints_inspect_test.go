@@ -1,0 +1,72 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/snapshot"
+)
+
+// checkpoints inspect takes a checkpoint's path, or the checkpoint
+// directory and the checkpoint's name or number in it, as checkpoints list
+// shows them.
+func TestCheckpointsInspectDirAndID(t *testing.T) {
+	_, ck := checkpointJob(t, 2, 4)
+	for _, id := range []string{snapshot.Name(4), "4", "chk-4", "0004", "chk-0004"} {
+		code, out, stderr := cli(t, "checkpoints", "inspect", ck, id)
+		if code != 0 || !strings.HasPrefix(out, "checkpoint 4 ") || !strings.Contains(out, "source source: position 4\n") || stderr != "" {
+			t.Errorf("inspect %s %s: exit %d, stdout %q, stderr %q", ck, id, code, out, stderr)
+		}
+	}
+	// The older one, by number, is that one, not the newest.
+	if code, out, _ := cli(t, "checkpoints", "inspect", ck, "2"); code != 0 || !strings.HasPrefix(out, "checkpoint 2 ") {
+		t.Errorf("inspect %s 2: exit %d, %q", ck, code, out)
+	}
+	// The path still works.
+	if code, out, _ := cli(t, "checkpoints", "inspect", filepath.Join(ck, snapshot.Name(4))); code != 0 || !strings.HasPrefix(out, "checkpoint 4 ") {
+		t.Errorf("inspect by path: exit %d, %q", code, out)
+	}
+}
+
+func TestCheckpointsInspectUsage(t *testing.T) {
+	_, ck := checkpointJob(t, 2, 4)
+	t.Chdir(filepath.Dir(ck))
+	name := snapshot.Name(4)
+	missing := filepath.Join(ck, "nope")
+	for _, c := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"bare name not here", []string{name},
+			"streamd: checkpoints inspect: no checkpoint " + name + " here; give its path (DIR/" + name + ") or streamd checkpoints inspect DIR " + name + "\n"},
+		{"bare number", []string{"4"},
+			"streamd: checkpoints inspect: no checkpoint 4 here; give its path (DIR/4) or streamd checkpoints inspect DIR 4\n"},
+		{"id not in the directory", []string{ck, "3"},
+			"streamd: checkpoints inspect: no checkpoint " + snapshot.Name(3) + " in " + ck + " (streamd checkpoints list " + ck + " lists them)\n"},
+		{"not an id", []string{ck, "latest"},
+			"streamd: checkpoints inspect: \"latest\" is not a checkpoint name or number (expected " + snapshot.Name(4) + " or 4, as streamd checkpoints list " + ck + " shows)\n"},
+		{"missing directory", []string{missing, "4"},
+			"streamd: checkpoints inspect: " + missing + " does not exist\n"},
+		{"a checkpoint as the directory", []string{filepath.Join(ck, name), "4"},
+			"streamd: checkpoints inspect: no checkpoint " + name + " in " + filepath.Join(ck, name) + " (streamd checkpoints list " + filepath.Join(ck, name) + " lists them)\n"},
+		{"three arguments", []string{ck, "4", "5"}, "…"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := cli(t, append([]string{"checkpoints", "inspect"}, c.args...)...)
+			want, prefix := strings.CutSuffix(c.stderr, "…")
+			if code != 2 || (!prefix && stderr != want) || (prefix && !strings.HasPrefix(stderr, want)) {
+				t.Errorf("inspect %v: exit %d, stderr %q; want 2, %q", c.args, code, stderr, c.stderr)
+			}
+		})
+	}
+	// Relative to the working directory, the bare name of the directory
+	// and the checkpoint's relative path both work.
+	if code, out, _ := cli(t, "checkpoints", "inspect", "ck", "4"); code != 0 || !strings.HasPrefix(out, "checkpoint 4 ") {
+		t.Errorf("inspect ck 4: exit %d, %q", code, out)
+	}
+	if code, out, _ := cli(t, "checkpoints", "inspect", filepath.Join("ck", name)); code != 0 || !strings.HasPrefix(out, "checkpoint 4 ") {
+		t.Errorf("inspect ck/%s: exit %d, %q", name, code, out)
+	}
+}
