@@ -27,9 +27,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "workload\t%s\n", r.Workload)
 	fmt.Fprintf(tw, "machine\t%s; %d CPUs, %d usable, GOMAXPROCS %d, pinned %v, %s\n",
 		orDash(m.CPUModel), m.NumCPU, m.Cores, m.GOMAXPROCS, m.Pinned, m.GoVersion)
-	mode := "closed loop"
-	if r.Options.Rate > 0 {
-		mode = fmt.Sprintf("open loop at %.0f records/s", r.Options.Rate)
+	mode := r.Mode
+	if mode == "" { // a result from before Mode
+		mode = DefaultMode(r.Options)
 	}
 	end := "source ended"
 	if r.Interrupted {

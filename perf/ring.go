@@ -16,7 +16,8 @@ func init() {
 		Name: "ring",
 		Description: "batch pointers from one goroutine to another: ring.SPSC (capacity 64) for the first half of the run, " +
 			"then a Go channel of the same capacity; latency sampled every 64th transfer",
-		Run: runRing,
+		Run:    runRing,
+		NoRate: true,
 	})
 }
 

@@ -34,8 +34,11 @@ const SampleEvery = 100 * time.Millisecond
 type Result struct {
 	Workload string
 	Options  Options
-	Machine  Machine
-	Start    time.Time
+	// Mode describes the load offered: "closed loop", "open loop at R
+	// records/s", or the workload's own schedule (Workload.Mode).
+	Mode    string
+	Machine Machine
+	Start   time.Time
 
 	RecordsIn  int64
 	RecordsOut int64
@@ -146,7 +149,10 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	res := &Result{Workload: w.Name, Options: opt, Machine: machine()}
+	if err := w.Check(opt); err != nil {
+		return nil, err
+	}
+	res := &Result{Workload: w.Name, Options: opt, Mode: w.mode(opt), Machine: machine()}
 	rec := newRecorder()
 	var job *core.Job
 	if w.Run == nil {

@@ -49,6 +49,38 @@ type Workload struct {
 	// throughput series, and returns when done (or when ctx, which carries
 	// Options.Duration, is done).
 	Run func(ctx context.Context, opt Options, rec *Recorder) error
+	// Mode, if set, describes the load the workload offers under opt, for
+	// Result.Mode (e.g. elastic's rate steps); nil: Options.Rate says it
+	// (DefaultMode).
+	Mode func(opt Options) string
+	// NoRate: the workload has no rate (ring, a closed-loop transfer
+	// benchmark); a run with Options.Rate > 0 is refused (Check).
+	NoRate bool
+}
+
+// Check refuses options the workload cannot honour before anything runs.
+func (w Workload) Check(opt Options) error {
+	if w.NoRate && opt.Rate > 0 {
+		return fmt.Errorf("the %s workload has no rate: it runs closed loop, as fast as it goes; run it without --rate", w.Name)
+	}
+	return nil
+}
+
+// mode is Result.Mode for a run of w with opt.
+func (w Workload) mode(opt Options) string {
+	if w.Mode != nil {
+		return w.Mode(opt)
+	}
+	return DefaultMode(opt)
+}
+
+// DefaultMode describes the load of a workload paced by Options.Rate
+// alone: "closed loop", or "open loop at R records/s".
+func DefaultMode(opt Options) string {
+	if opt.Rate > 0 {
+		return fmt.Sprintf("open loop at %.0f records/s", opt.Rate)
+	}
+	return "closed loop"
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/template"
 	"time"
 
@@ -34,6 +35,7 @@ func init() {
 		Name:        "elastic",
 		Description: "examples/elastic/job.yaml with a short step schedule (rate R, 4R from duration/3, R from 2·duration/3; R = --rate or 500,000; windows fire 10×/s at R) → discard",
 		Build:       buildElastic,
+		Mode:        elasticMode,
 	})
 }
 
@@ -181,11 +183,10 @@ func buildFlights(opt Options) (*core.Job, error) {
 	return exampleJob("flights", opt)
 }
 
-func buildElastic(opt Options) (*core.Job, error) {
-	job, err := exampleJob("elastic", opt)
-	if err != nil {
-		return nil, err
-	}
+// elasticSteps is elastic's rate schedule under opt: R, 4R from a third
+// of the run, R from two thirds (R = opt.Rate or 500,000; the run taken as
+// 6 s without a duration).
+func elasticSteps(opt Options) []source.RateStep {
 	d := opt.Duration
 	if d <= 0 {
 		d = 6 * time.Second
@@ -194,6 +195,29 @@ func buildElastic(opt Options) (*core.Job, error) {
 	if low <= 0 {
 		low = 500_000
 	}
+	return []source.RateStep{{At: 0, Rate: low}, {At: d / 3, Rate: 4 * low}, {At: 2 * d / 3, Rate: low}}
+}
+
+// elasticMode describes elastic's schedule: "open loop, steps R → 4R → R
+// records/s at 0s, D/3, 2D/3".
+func elasticMode(opt Options) string {
+	steps := elasticSteps(opt)
+	rates := make([]string, len(steps))
+	at := make([]string, len(steps))
+	for i, s := range steps {
+		rates[i] = fmt.Sprintf("%.0f", s.Rate)
+		at[i] = s.At.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("open loop, steps %s records/s at %s", strings.Join(rates, " → "), strings.Join(at, ", "))
+}
+
+func buildElastic(opt Options) (*core.Job, error) {
+	job, err := exampleJob("elastic", opt)
+	if err != nil {
+		return nil, err
+	}
+	steps := elasticSteps(opt)
+	low := steps[0].Rate
 	seed := opt.Seed
 	if seed == 0 {
 		seed = 11
@@ -207,7 +231,7 @@ func buildElastic(opt Options) (*core.Job, error) {
 	job.Source, err = source.Generator(source.GeneratorOptions{
 		Seed: seed, Count: opt.Count, Keys: 100_000, Step: int64(time.Minute) / int64(max(low/10, 1)),
 		Start:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(),
-		RateSteps: []source.RateStep{{At: 0, Rate: low}, {At: d / 3, Rate: 4 * low}, {At: 2 * d / 3, Rate: low}},
+		RateSteps: steps,
 	})
 	if err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ without --count then runs until Ctrl-C. elastic spreads its rate steps over
 	f := cmd.Flags()
 	f.BoolVar(&fl.list, "list", false, "list the workloads")
 	f.DurationVar(&fl.duration, "duration", 5*time.Second, "stop after this long (a source that ends first ends the run); 0: no time limit (see above)")
-	f.Float64Var(&fl.rate, "rate", 0, "open loop at this many records/s (0: closed loop, as fast as possible)")
+	f.Float64Var(&fl.rate, "rate", 0, "open loop at this many records/s (0: closed loop, as fast as possible; elastic: its base rate R, 500000 by default; ring has no rate)")
 	f.Int64Var(&fl.count, "count", 0, "records from the source (0: the workload's default, unbounded for generators)")
 	f.IntVar(&fl.channels, "channels", 0, "channel count of the parallel region (0: the workload's default)")
 	f.Uint64Var(&fl.seed, "seed", 0, "generator seed")
@@ -109,6 +109,9 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 		Duration: fl.duration, Rate: fl.rate, Count: fl.count, Channels: fl.channels, Seed: fl.seed,
 		DataDir: fl.data, OutDir: out, Unpinned: fl.unpinned,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	if err := w.Check(opt); err != nil { // before the profile file is made
+		return usageErr(err)
 	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400) // as streamd run does

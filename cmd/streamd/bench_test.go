@@ -73,3 +73,51 @@ func TestBenchUsage(t *testing.T) {
 		}
 	}
 }
+
+// ring is a closed-loop transfer benchmark: --rate is refused (exit 2)
+// before anything is written, rather than reported as an open loop that
+// did not run.
+func TestBenchRingRate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	prof := filepath.Join(t.TempDir(), "cpu.pprof")
+	code, out, errOut := cli(t, "bench", "ring", "--rate", "1000", "--count", "1000", "--out", dir, "--cpuprofile", prof)
+	want := "streamd: the ring workload has no rate: it runs closed loop, as fast as it goes; run it without --rate\n"
+	if code != 2 || out != "" || errOut != want {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2, %q", code, out, errOut, want)
+	}
+	for _, p := range []string{dir, prof} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s made by a refused run (%v)", p, err)
+		}
+	}
+}
+
+// elastic's mode line gives its rate steps, not "open loop at R".
+func TestBenchElasticMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errOut := cli(t, "bench", "elastic", "--rate", "20000", "--duration", "600ms", "--unpinned", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	mode := "open loop, steps 20000 → 80000 → 20000 records/s at 0s, 200ms, 400ms"
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "mode ") {
+			line = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if want := "mode " + mode + " (stopped by time)"; line != want {
+		t.Fatalf("mode line %q, want %q:\n%s", line, want, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, perf.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r perf.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Mode != mode || r.Options.Rate != 20000 {
+		t.Fatalf("report: mode %q, rate %g", r.Mode, r.Options.Rate)
+	}
+}
