@@ -71,9 +71,9 @@ func (w *windowOp) writeGroup(dst []byte, g int) []byte {
 			dst = binary.LittleEndian.AppendUint64(dst, hs[j])
 			dst = w.key.appendKey(dst, &st.key)
 			dst = binary.AppendUvarint(dst, uint64(len(st.panes)))
-			for _, p := range st.panes {
-				dst = binary.AppendVarint(dst, p.start)
-				dst = appendAccs(dst, p.accs)
+			for i := range st.panes {
+				dst = binary.AppendVarint(dst, st.panes[i].start)
+				dst = appendAccs(dst, w.accs(&st.panes[i]))
 			}
 		}
 		k = 0
@@ -102,14 +102,15 @@ var noWarm bool
 // warmSink keeps warm's loads from being optimised away.
 var warmSink atomic.Uintptr
 
-// warm loads the memory serialising sts will read — each key state, its
-// first key field's string and its panes' accumulators — one level at a
-// time across all of sts, so that the cache misses of different keys
-// overlap instead of following each other (group prefetching: Chen,
+// warm loads the memory serialising sts will read — each key state (its
+// four cache lines: key, pane slice, the pane in place, its accumulators),
+// then its first key field's string and any pane kept out of place — one
+// level at a time across all of sts, so that the cache misses of different
+// keys overlap instead of following each other (group prefetching: Chen,
 // Ailamaki, Gibbons, Mowry, "Improving hash join performance through
 // prefetching", ICDE 2004, §4). State is reached through pointers in
-// allocation order, not key order, so without it each key costs three or
-// four dependent trips to memory.
+// allocation order, not key order, so without it each key costs two or
+// more dependent trips to memory.
 func warm(sts []*keyState) {
 	if noWarm {
 		return
@@ -119,18 +120,17 @@ func warm(sts []*keyState) {
 	var strs [prefetchChunk]string
 	for i, st := range sts {
 		panes[i], strs[i] = st.panes, st.key[0].Str()
+		x += uintptr(st.inl[0].start) + uintptr(st.inl[0].inl[inlineAccs-1].n)
 	}
 	for i := range sts {
 		if len(strs[i]) > 0 {
 			x += uintptr(strs[i][0])
 		}
-		if len(panes[i]) > 0 {
-			x += uintptr(len(panes[i][0].accs))
-		}
-	}
-	for i := range sts {
-		if len(panes[i]) > 0 && len(panes[i][0].accs) > 0 {
-			x += uintptr(panes[i][0].accs[0].n)
+		if p := panes[i]; len(p) > 0 {
+			x += uintptr(p[0].start)
+			if p[0].ext != nil {
+				x += uintptr(p[0].ext[0].n)
+			}
 		}
 	}
 	warmSink.Store(x)
@@ -203,18 +203,18 @@ func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 			st := w.insert(g, h, &k)
 			r := ref{g: int32(g), h: h, st: st}
 			for range np {
-				start := d.varint()
-				accs := w.newAccs()
+				p := w.newPane(d.varint())
+				accs := w.accs(&p)
 				for a := range accs {
 					accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
 				}
 				if d.err != nil {
 					return d.err
 				}
-				if n := len(st.panes); n > 0 && st.panes[n-1].start >= start {
+				if n := len(st.panes); n > 0 && st.panes[n-1].start >= p.start {
 					return fmt.Errorf("window snapshot: panes out of order")
 				}
-				st.panes = append(st.panes, pane{start: start, accs: accs})
+				st.panes = append(st.panes, p)
 				w.register(st, len(st.panes)-1, r)
 			}
 		}

@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"streamd/core"
@@ -19,6 +20,7 @@ func BenchmarkSnapshotGroups(b *testing.B) {
 				noWarm = !prefetch
 				defer func() { noWarm = false }()
 				var buf []byte
+				runtime.GC() // the fixture's garbage: not the snapshot's cost
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {

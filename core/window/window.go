@@ -31,11 +31,21 @@ type Spec struct {
 // keyState is one key's open panes. States are found by the key's hash
 // (computed once by the splitter) and chained on the rare hash collision,
 // so a lookup hashes 8 bytes, not the key tuple.
+//
+// A key's first pane, with up to inlineAccs accumulators, lives inside its
+// keyState (256 bytes): with state far larger than the caches, finding and
+// updating a key is one trip to memory for the state instead of three
+// (state, pane array, accumulators). BenchmarkProcessLargeState measures it.
 type keyState struct {
 	key   tuple
 	next  *keyState
-	panes []pane // by start, ascending
+	panes []pane // by start, ascending; inl[:] while one pane suffices
+	inl   [1]pane
 }
+
+// inlineAccs is how many accumulators a pane holds in place; a window with
+// more aggregates keeps them in ext.
+const inlineAccs = 4
 
 // pane aggregates a key's records of one slide-long slice of event time
 // [start, start+slide): each record updates one pane, and a window of
@@ -44,7 +54,25 @@ type keyState struct {
 // panes).
 type pane struct {
 	start int64
-	accs  []acc
+	ext   []acc // the accumulators, when more than inlineAccs
+	inl   [inlineAccs]acc
+}
+
+// accs returns p's accumulators, one per aggregate.
+func (w *windowOp) accs(p *pane) []acc {
+	if p.ext != nil {
+		return p.ext
+	}
+	return p.inl[:len(w.aggs)]
+}
+
+// newPane returns an empty pane starting at start.
+func (w *windowOp) newPane(start int64) pane {
+	p := pane{start: start}
+	if len(w.aggs) > inlineAccs {
+		p.ext = w.newAccs()
+	}
+	return p
 }
 
 type ref struct {
@@ -165,9 +193,9 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		if created {
 			w.register(st, pi, ref{g: int32(g), h: h, st: st})
 		}
-		p := &st.panes[pi]
+		accs := w.accs(&st.panes[pi])
 		for a := range w.aggs {
-			if err := w.aggs[a].add(&p.accs[a], row); err != nil {
+			if err := w.aggs[a].add(&accs[a], row); err != nil {
 				if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
 					return perr
 				}
@@ -188,7 +216,7 @@ func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
 		}
 		i--
 	}
-	st.panes = slices.Insert(st.panes, i, pane{start: start, accs: w.newAccs()})
+	st.panes = slices.Insert(st.panes, i, w.newPane(start))
 	return i, true
 }
 
@@ -230,6 +258,7 @@ func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
 	} else {
 		st = &keyState{}
 	}
+	st.panes = st.inl[:0]
 	st.key = *k
 	st.next = w.state.Get(g, h)
 	w.state.Put(g, h, st)
@@ -295,8 +324,9 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				if p.start < end-w.spec.Size {
 					continue
 				}
+				accs := w.accs(p)
 				for a := range w.aggs {
-					w.aggs[a].merge(&w.tmp[a], &p.accs[a])
+					w.aggs[a].merge(&w.tmp[a], &accs[a])
 				}
 			}
 			row := out.Append(seq, 0, end-1, 0)
@@ -307,11 +337,17 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
 			}
 			for j := range drop {
-				w.free = append(w.free, st.panes[j].accs)
+				if ext := st.panes[j].ext; ext != nil {
+					w.free = append(w.free, ext)
+				}
 			}
 			st.panes = slices.Delete(st.panes, 0, drop)
-			if len(st.panes) == 0 {
+			switch {
+			case len(st.panes) == 0:
 				w.remove(int(r.g), r.h, st)
+			case len(st.panes) == 1 && &st.panes[0] != &st.inl[0]:
+				st.inl[0] = st.panes[0] // back in place
+				st.panes = st.inl[:1]
 			}
 		}
 		w.fire.Recycle(refs)

@@ -1,0 +1,48 @@
+package window
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"streamd/core"
+)
+
+// BenchmarkProcessLargeState is the window's per-record path with state
+// far larger than the caches: 1,000,000 keys (string keys, one pane of a
+// 1-hour window each, count/sum/max) already present, records for random
+// keys. Each record costs the trips to memory of finding and updating its
+// key's state, which is what the state's layout decides.
+func BenchmarkProcessLargeState(b *testing.B) {
+	const keys = 1_000_000
+	op, _ := snapshotFixture(b, keys)
+	schema := core.MustSchema(core.Field{Name: "key", Type: core.String}, core.Field{Name: "value", Type: core.Int64})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("k%07d", i)
+	}
+	batches := make([]*core.Batch, 64)
+	for j := range batches {
+		in := core.NewBatch(schema)
+		for !in.Full() {
+			i := rnd.IntN(keys)
+			k := names[i]
+			h := core.HashKey([]core.Value{core.StringValue(k)}, []int{0}, []core.Type{core.String})
+			row := in.Append(uint64(i+1), h, int64(i)*1000, int64(i+1))
+			row[0], row[1] = core.StringValue(k), core.IntValue(int64(i%1000))
+		}
+		batches[j] = in
+	}
+	out := core.NewEmitter(nil, func(x *core.Batch) error { x.Release(); return nil }, nil)
+	runtime.GC() // the fixture's garbage: not the records' cost
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := range b.N {
+		if err := op.Process(batches[n%len(batches)], out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*core.BatchSize), "ns/record")
+}
