@@ -15,10 +15,30 @@ type RunningSpec struct {
 	Groups int
 }
 
+// running is one key's accumulators: in place (inl) for up to inlineAccs
+// aggregates, so that a key is one block of memory; in ext otherwise.
 type running struct {
 	key  tuple
 	next *running
-	accs []acc
+	ext  []acc
+	inl  [inlineAccs]acc
+}
+
+// newRunning returns the empty state of key k.
+func (r *runningOp) newRunning(k tuple, next *running) *running {
+	st := &running{key: k, next: next}
+	if len(r.aggs) > inlineAccs {
+		st.ext = make([]acc, len(r.aggs))
+	}
+	return st
+}
+
+// accs returns st's accumulators, one per aggregate.
+func (r *runningOp) accs(st *running) []acc {
+	if st.ext != nil {
+		return st.ext
+	}
+	return st.inl[:len(r.aggs)]
 }
 
 // NewRunning binds a running aggregate to its input schema. Output schema:
@@ -68,11 +88,12 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 			st = st.next
 		}
 		if st == nil {
-			st = &running{key: k, next: r.state.Get(g, h), accs: make([]acc, len(r.aggs))}
+			st = r.newRunning(k, r.state.Get(g, h))
 			r.state.Put(g, h, st)
 		}
+		accs := r.accs(st)
 		for a := range r.aggs {
-			if err := r.aggs[a].add(&st.accs[a], row); err != nil {
+			if err := r.aggs[a].add(&accs[a], row); err != nil {
 				if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
 					return perr
 				}
@@ -81,7 +102,7 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 		o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
 		copy(o, k[:nk])
 		for a := range r.aggs {
-			o[nk+a] = r.aggs[a].result(&st.accs[a])
+			o[nk+a] = r.aggs[a].result(&accs[a])
 		}
 	}
 	return nil

@@ -136,6 +136,31 @@ func warm(sts []*keyState) {
 	warmSink.Store(x)
 }
 
+// warmRunning is warm for running aggregates: each state's lines (key,
+// accumulators in place), then its first key field's string and any
+// accumulators out of place.
+func warmRunning(sts []*running) {
+	if noWarm {
+		return
+	}
+	var x uintptr
+	var strs [prefetchChunk]string
+	var ext [prefetchChunk][]acc
+	for i, st := range sts {
+		strs[i], ext[i] = st.key[0].Str(), st.ext
+		x += uintptr(st.inl[inlineAccs-1].n)
+	}
+	for i := range sts {
+		if len(strs[i]) > 0 {
+			x += uintptr(strs[i][0])
+		}
+		if len(ext[i]) > 0 {
+			x += uintptr(ext[i][0].n)
+		}
+	}
+	warmSink.Store(x)
+}
+
 // beginGroup starts group g's block: a nil dst gets the capacity the group
 // took last time (sizes[g], written by whichever goroutine serialised g
 // then) plus an eighth; then the group's number and a placeholder for its
@@ -348,21 +373,36 @@ func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 func (r *runningOp) writeGroup(dst []byte, g int) []byte {
 	dst, start, at := beginGroup(dst, r.sizes, g)
 	n := uint32(0)
+	var chunk [prefetchChunk]*running
+	var hs [prefetchChunk]uint64
+	k := 0
+	flush := func() {
+		warmRunning(chunk[:k])
+		for j := range k {
+			dst = binary.LittleEndian.AppendUint64(dst, hs[j])
+			dst = r.key.appendKey(dst, &chunk[j].key)
+			dst = appendAccs(dst, r.accs(chunk[j]))
+		}
+		k = 0
+	}
 	r.state.Range(g, func(h uint64, st *running) bool {
 		for ; st != nil; st = st.next {
 			n++
-			dst = binary.LittleEndian.AppendUint64(dst, h)
-			dst = r.key.appendKey(dst, &st.key)
-			dst = appendAccs(dst, st.accs)
+			chunk[k], hs[k] = st, h
+			if k++; k == prefetchChunk {
+				flush()
+			}
 		}
 		return true
 	})
+	flush()
 	return endGroup(dst, r.sizes, g, start, at, n)
 }
 
 // RestoreGroups implements core.Snapshotter for the running aggregate.
 func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 	d := decoder{b: data}
+	skip := r.newRunning(tuple{}, nil)
 	ng := d.uvarint()
 	for range ng {
 		g := int(d.uvarint())
@@ -374,7 +414,11 @@ func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error 
 		for range nk {
 			h := d.u64()
 			k := r.key.readKey(&d)
-			accs := make([]acc, len(r.aggs))
+			st := skip // another channel's key: read past it
+			if mine {
+				st = r.newRunning(k, nil)
+			}
+			accs := r.accs(st)
 			for a := range accs {
 				accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
 			}
@@ -382,7 +426,8 @@ func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error 
 				return d.err
 			}
 			if mine {
-				r.state.Put(g, h, &running{key: k, next: r.state.Get(g, h), accs: accs})
+				st.next = r.state.Get(g, h)
+				r.state.Put(g, h, st)
 			}
 		}
 	}
