@@ -35,14 +35,7 @@ func TestBenchPipeline(t *testing.T) {
 			t.Fatalf("table lacks %q:\n%s", s, out)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, perf.ReportFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r perf.Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := readReport(t, dir)
 	if r.RecordsIn != 100000 || r.Latency.Count != 100000 || r.Options.Seed != 7 {
 		t.Fatalf("report: %d in, %d latencies, seed %d", r.RecordsIn, r.Latency.Count, r.Options.Seed)
 	}
@@ -109,6 +102,15 @@ func TestBenchElasticMode(t *testing.T) {
 	if want := "mode " + mode + " (stopped by time)"; line != want {
 		t.Fatalf("mode line %q, want %q:\n%s", line, want, out)
 	}
+	r := readReport(t, dir)
+	if r.Mode != mode || r.Options.Rate != 20000 {
+		t.Fatalf("report: mode %q, rate %g", r.Mode, r.Options.Rate)
+	}
+}
+
+// readReport reads the report.json a bench run wrote into dir.
+func readReport(t *testing.T, dir string) perf.Result {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, perf.ReportFile))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,5 @@ func TestBenchElasticMode(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != mode || r.Options.Rate != 20000 {
-		t.Fatalf("report: mode %q, rate %g", r.Mode, r.Options.Rate)
-	}
+	return r
 }

@@ -54,24 +54,54 @@ func BenchmarkCopyOnWriteSnapshot(b *testing.B) {
 }
 
 func snapshotFixture(b *testing.B, keys int) (core.Operator, []int) {
+	def, op := windowFixture(b, 128, 3, core.Env{Channel: 0, Channels: 1})
+	fillKeys(b, def, op, keys, true)
+	groups := make([]int, 128)
+	for g := range groups {
+		groups[g] = g
+	}
+	return op, groups
+}
+
+// windowFixture builds a 1-minute window over (key, value) with groups key
+// groups and the first nAggs of count, sum and max, and one instance of it
+// (env gets an error policy and no watermark).
+func windowFixture(b *testing.B, groups, nAggs int, env core.Env) (core.OperatorDef, core.Operator) {
 	schema := core.MustSchema(core.Field{Name: "key", Type: core.String}, core.Field{Name: "value", Type: core.Int64})
-	def, err := New(Spec{Name: "w", Key: []string{"key"}, Size: 60e9, Slide: 60e9, Groups: 128,
-		Aggs: []Agg{{Name: "n", Func: Count}, {Name: "total", Func: Sum, Field: "value"}, {Name: "top", Func: Max, Field: "value"}}}, schema)
+	def, err := New(Spec{Name: "w", Key: []string{"key"}, Size: 60e9, Slide: 60e9, Groups: groups,
+		Aggs: []Agg{{Name: "n", Func: Count}, {Name: "total", Func: Sum, Field: "value"}, {Name: "top", Func: Max, Field: "value"}}[:nAggs]}, schema)
 	if err != nil {
 		b.Fatal(err)
 	}
-	errs, _ := core.NewErrorPolicy(core.Fail, "")
-	op, err := def.New(core.Env{Channel: 0, Channels: 1, Errors: errs, Watermark: core.NoTime})
+	return def, windowInstance(b, def, env)
+}
+
+// windowInstance is one more instance of def.
+func windowInstance(b *testing.B, def core.OperatorDef, env core.Env) core.Operator {
+	env.Errors, _ = core.NewErrorPolicy(core.Fail, "")
+	env.Watermark = core.NoTime
+	op, err := def.New(env)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return op
+}
+
+// fillKeys sends op one record for each of keys keys ("k0000000", …), in
+// key order; timed says whether key i's record is at i µs or all at 0.
+func fillKeys(b *testing.B, def core.OperatorDef, op core.Operator, keys int, timed bool) {
+	schema := core.MustSchema(core.Field{Name: "key", Type: core.String}, core.Field{Name: "value", Type: core.Int64})
 	out := core.NewEmitter(def.Out, func(x *core.Batch) error { x.Release(); return nil }, nil)
 	for i := 0; i < keys; {
 		in := core.NewBatch(schema)
 		for ; i < keys && !in.Full(); i++ {
 			k := fmt.Sprintf("k%07d", i)
 			h := core.HashKey([]core.Value{core.StringValue(k)}, []int{0}, []core.Type{core.String})
-			row := in.Append(uint64(i+1), h, int64(i)*1000, int64(i+1))
+			t := int64(0)
+			if timed {
+				t = int64(i) * 1000
+			}
+			row := in.Append(uint64(i+1), h, t, int64(i+1))
 			row[0], row[1] = core.StringValue(k), core.IntValue(int64(i%1000))
 		}
 		if err := op.Process(in, out); err != nil {
@@ -79,9 +109,4 @@ func snapshotFixture(b *testing.B, keys int) (core.Operator, []int) {
 		}
 		in.Release()
 	}
-	groups := make([]int, 128)
-	for g := range groups {
-		groups[g] = g
-	}
-	return op, groups
 }
