@@ -285,6 +285,19 @@ func (c *checkpointer) write(acks []ckptAck) error {
 // shape, or silently start some operators empty.
 var ErrCheckpointMismatch = errors.New("the checkpoint does not fit this job")
 
+// CheckRestore says whether checkpoint meta can be restored into a job
+// with checkpointing cfg and region reg (nil: none): nil, or an error
+// wrapping ErrCheckpointMismatch that names what differs. Run checks it
+// too; callers choosing a checkpoint check first.
+func CheckRestore(meta *snapshot.Metadata, cfg *Checkpointing, reg *Region) error {
+	var ops []OperatorDef
+	groups := 0
+	if reg != nil {
+		ops, groups = reg.Ops, reg.Groups
+	}
+	return checkRestore(meta, cfg, ops, groups)
+}
+
 // checkRestore says whether checkpoint meta can be restored into a job
 // with checkpointing cfg and a region of operators ops with groups key
 // groups (0: no keyed region): the same source and sink (as far as both

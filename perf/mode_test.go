@@ -37,11 +37,18 @@ func TestMode(t *testing.T) {
 func TestModeLine(t *testing.T) {
 	var b bytes.Buffer
 	r := &Result{Workload: "elastic", Mode: "open loop, steps 1000 → 4000 → 1000 records/s at 0s, 1s, 2s",
-		Options: Options{Rate: 1000}, Interrupted: true}
+		Options: Options{Rate: 1000}, Interrupted: true, TimeUp: true}
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
 	if want := "mode                open loop, steps 1000 → 4000 → 1000 records/s at 0s, 1s, 2s (stopped by time)\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("table lacks %q:\n%s", want, b.String())
+	}
+	// Stopped by a signal, not by --duration.
+	b.Reset()
+	r.TimeUp = false
+	r.WriteTable(&b)
+	if want := "records/s at 0s, 1s, 2s (interrupted)\n"; !strings.Contains(b.String(), want) {
 		t.Fatalf("table lacks %q:\n%s", want, b.String())
 	}
 	// A result from before Mode (an old report.json) falls back to the rate.

@@ -3,6 +3,7 @@ package perf
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -162,8 +163,8 @@ func TestPipelineRegion(t *testing.T) {
 // TestPipelineOpenLoopTimed: open loop, unbounded, stopped by Duration.
 func TestPipelineOpenLoopTimed(t *testing.T) {
 	res := run(t, "pipeline", Options{Rate: 200_000, Duration: 400 * time.Millisecond})
-	if !res.Interrupted {
-		t.Fatal("a timed run of an unbounded source should end interrupted")
+	if !res.Interrupted || !res.TimeUp {
+		t.Fatalf("a timed run of an unbounded source should end by time: interrupted %v, time up %v", res.Interrupted, res.TimeUp)
 	}
 	// About 80,000 records are due in 400 ms; allow a slow machine.
 	if res.RecordsIn < 10_000 || res.RecordsIn > 90_000 {
@@ -239,5 +240,23 @@ func TestRegistry(t *testing.T) {
 	}
 	if _, err := Lookup("nope"); err == nil {
 		t.Fatal("Lookup of an unknown workload")
+	}
+}
+
+// A run stopped by its context (Ctrl-C in streamd bench) before its
+// Duration is interrupted, not out of time.
+func TestPipelineCanceled(t *testing.T) {
+	w, err := Lookup("pipeline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(300*time.Millisecond, cancel).Stop()
+	res, err := RunContext(ctx, w, Options{Rate: 100_000, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Interrupted || res.TimeUp || res.RecordsIn == 0 {
+		t.Fatalf("interrupted %v, time up %v, %d records in", res.Interrupted, res.TimeUp, res.RecordsIn)
 	}
 }

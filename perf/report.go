@@ -32,8 +32,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 		mode = DefaultMode(r.Options)
 	}
 	end := "source ended"
-	if r.Interrupted {
+	switch {
+	case r.TimeUp:
 		end = "stopped by time"
+	case r.Interrupted:
+		end = "interrupted"
 	}
 	fmt.Fprintf(tw, "mode\t%s (%s)\n", mode, end)
 	fmt.Fprintf(tw, "records in / out\t%d / %d\n", r.RecordsIn, r.RecordsOut)

@@ -52,8 +52,9 @@ type Result struct {
 	CoresUsed            float64
 	RecordsPerSecPerCore float64
 	// Interrupted: the run was stopped by its context (Duration or
-	// Ctrl-C) before its source ended.
+	// Ctrl-C) before its source ended; TimeUp: by Duration.
 	Interrupted bool
+	TimeUp      bool `json:",omitempty"`
 	Latency     Latency
 	// Throughput is records read per SampleEvery period over the run.
 	Throughput []Sample
@@ -221,7 +222,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	res.Throughput = <-samplerDone
 
 	if errors.Is(err, core.ErrInterrupted) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		res.Interrupted, err = true, nil
+		res.Interrupted, res.TimeUp, err = true, errors.Is(ctx.Err(), context.DeadlineExceeded), nil
 	}
 	if rep != nil {
 		res.RecordsIn, res.RecordsOut, res.Rescales = rep.RecordsIn, rep.RecordsOut, rep.Rescales

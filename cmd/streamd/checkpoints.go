@@ -21,6 +21,14 @@ func newCheckpointsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "checkpoints",
 		Short: "List and inspect checkpoints",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.Help()
+			if len(args) > 0 {
+				return usageErr(fmt.Errorf("checkpoints: unknown command %q (expected list or inspect)", args[0]))
+			}
+			return usageErr(errors.New("checkpoints: no command given (expected list or inspect)"))
+		},
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list <dir>",

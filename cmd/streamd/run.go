@@ -108,10 +108,12 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		opts.ElasticLog = lf
 	}
 	job, err := f.Build(opts)
-	if errors.Is(err, snapshot.ErrCorrupt) {
-		return jobErr(err) // the job file is fine; its checkpoints are not
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, core.ErrCheckpointMismatch):
+		return restoreErr(err)
+	case errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, core.ErrOutputDamaged):
+		return restoreErr(err) // the job file is fine; its checkpoints or output are not
+	case err != nil:
 		return usageErr(err)
 	}
 	level := slog.LevelInfo
@@ -170,15 +172,25 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		if errors.Is(err, core.ErrInterrupted) {
 			return jobErr(fmt.Errorf("%w (output discarded)", err))
 		}
-		if errors.Is(err, core.ErrCheckpointMismatch) { // a job file that does not fit its checkpoints
-			return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
-		}
-		if errors.Is(err, core.ErrOutputDamaged) {
-			return jobErr(fmt.Errorf("%w; restore from an older checkpoint (streamd checkpoints list), whose replay writes that part again, or start afresh", err))
+		if errors.Is(err, core.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
+			return restoreErr(err)
 		}
 		return jobErr(err)
 	}
 	return nil
+}
+
+// restoreErr adds what to do to a refused restore: a job file that does not
+// fit its checkpoints is a usage error (exit 2); damaged committed output
+// (ErrOutputDamaged) or checkpoints is a failure (exit 1).
+func restoreErr(err error) error {
+	switch {
+	case errors.Is(err, core.ErrCheckpointMismatch):
+		return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
+	case errors.Is(err, core.ErrOutputDamaged) && !strings.Contains(err.Error(), "start afresh"):
+		return jobErr(fmt.Errorf("%w; restore from a checkpoint whose id is below the damaged part's epoch (streamd checkpoints list), whose replay writes that part again, or start afresh", err))
+	}
+	return jobErr(err)
 }
 
 func printReport(w io.Writer, r *core.Report, err error) {

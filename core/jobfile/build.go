@@ -149,7 +149,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	if job.Sink, err = f.buildSink(opt); err != nil {
 		return nil, err
 	}
-	if job.Checkpoint, err = f.buildCheckpoint(opt, job.Sink); err != nil {
+	if job.Checkpoint, err = f.buildCheckpoint(opt, job.Sink, job.Region); err != nil {
 		return nil, err
 	}
 	if s.DeadLetterPath != "" {
@@ -175,21 +175,65 @@ func (s *Spec) ioStates() (source, sink string) {
 		gg.Count, gg.Rate, gg.RateSteps = 0, 0, nil
 		in.Generator = &gg
 	}
-	return chosen(in), chosen(s.Sink)
+	source = chosen(in)
+	if et := s.EventTime; et != nil && et.Field != "" {
+		// Event time decides which records are late and when windows
+		// fire: part of what the restored position means.
+		source += " " + render("event_time", et)
+	}
+	// The sink as it writes: defaults spelled out, paths cleaned, so
+	// that writing a default out does not count as a change.
+	out := s.Sink
+	if c := out.CSV; c != nil {
+		cc := *c
+		header := cc.Header == nil || *cc.Header
+		cc.Header, cc.Path = &header, filepath.Clean(cc.Path)
+		if cc.Delimiter == "" {
+			cc.Delimiter = ","
+		}
+		out.CSV = &cc
+	}
+	if j := out.JSONL; j != nil {
+		jj := *j
+		jj.Path = filepath.Clean(jj.Path)
+		out.JSONL = &jj
+	}
+	if st := out.Stdout; st != nil && st.Format == "" {
+		out.Stdout = &StdoutSpec{Format: "csv"}
+	}
+	return source, chosen(out)
 }
 
-// chosen renders the one member set in a SourceSpec or SinkSpec as JSON,
-// under its job-file name: {"generator":{...}}.
+// chosen renders the one member set in a SourceSpec or SinkSpec under its
+// job-file name (render).
 func chosen(spec any) string {
 	v := reflect.ValueOf(spec)
 	for i := range v.NumField() {
 		if f := v.Field(i); !f.IsNil() {
 			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			b, _ := json.Marshal(map[string]any{name: f.Interface()})
-			return string(b)
+			return render(name, f.Interface())
 		}
 	}
 	return ""
+}
+
+// render writes {name: v} on one line with v's job-file names, e.g.
+// {"csv":{"delimiter":",","header":true,"path":"out/x.csv"}}: for
+// checkpoints to record and for messages to show.
+func render(name string, v any) string {
+	y, err := yaml.Marshal(map[string]any{name: v})
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	var m any
+	if err := yaml.Unmarshal(y, &m); err != nil {
+		return string(y)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return string(y)
+	}
+	return string(b)
 }
 
 // maxChannels bounds region.channels and --channels.
@@ -875,7 +919,7 @@ func (m mkdirSink) Commit(epoch uint64) error {
 
 // buildCheckpoint opens the checkpoint store and, with Options.Restore,
 // the checkpoint to resume from.
-func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing, error) {
+func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region) (*core.Checkpointing, error) {
 	c := f.Spec.Checkpoint
 	if c == nil {
 		if opt.Restore != "" {
@@ -894,7 +938,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing
 		return nil, f.errAt("checkpoint.interval", "interval must be positive")
 	}
 	if c.Retain < 0 {
-		return nil, f.errAt("checkpoint.retain", "retain must be at least 1")
+		return nil, f.errAt("checkpoint.retain", "retain must be at least 1 (0 or unset: the default, 3)")
 	}
 	retain := c.Retain
 	if retain == 0 {
@@ -916,17 +960,29 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing
 	if opt.Validate {
 		return cp, f.viewCheckpoints(dir, opt)
 	}
+	// Besides its files' checksums, a checkpoint to restore must have been
+	// taken by this job, and the output it committed must be intact.
+	fits := func(c *snapshot.Checkpoint) error {
+		if err := core.CheckRestore(&c.Meta, cp, region); err != nil {
+			return err
+		}
+		return core.VerifyOutput(sink, c)
+	}
 	// A restore that is bound to be refused creates nothing: OpenLocked
 	// would make the directory and its lock file first.
-	if opt.Restore != "" {
+	var given *snapshot.Checkpoint
+	switch opt.Restore {
+	case "":
+	case "latest":
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-			if opt.Restore == "latest" {
-				return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
-			}
-			// A checkpoint from elsewhere may start a new directory.
-			if _, err := snapshot.Load(opt.Restore, nil); err != nil {
-				return nil, fmt.Errorf("restore: %w", err)
-			}
+			return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
+		}
+	default: // a checkpoint from elsewhere may start a new directory
+		if given, err = snapshot.Load(opt.Restore, nil); err == nil {
+			err = fits(given)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
 		}
 	}
 	if cp.Store, err = snapshot.OpenLocked(dir, retain); err != nil {
@@ -950,9 +1006,21 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing
 		// skipped like one that fails verification: an older one
 		// rewinds the source to before the damaged part and writes it
 		// again.
-		ck, skipped, err := cp.Store.LatestWhere(func(c *snapshot.Checkpoint) error { return core.VerifyOutput(sink, c) })
+		// A job that does not fit its checkpoints is refused as such,
+		// not as if every checkpoint were damaged.
+		var mismatch error
+		ck, skipped, err := cp.Store.LatestWhere(func(c *snapshot.Checkpoint) error {
+			err := fits(c)
+			if errors.Is(err, core.ErrCheckpointMismatch) && mismatch == nil {
+				mismatch = err
+			}
+			return err
+		})
+		if mismatch != nil {
+			return nil, fmt.Errorf("restore: %w", mismatch)
+		}
 		for _, s := range skipped {
-			if opt.Warn != nil {
+			if opt.Warn != nil && err == nil { // else the error lists them
 				opt.Warn(fmt.Sprintf("skipping checkpoint: %v", s))
 			}
 		}
@@ -960,18 +1028,14 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink) (*core.Checkpointing
 			return nil, fmt.Errorf("--restore latest: %w in %s to resume from; run without --restore to start afresh", snapshot.ErrNoCheckpoint, dir)
 		}
 		if errors.Is(err, core.ErrOutputDamaged) {
-			return nil, fmt.Errorf("restore: %w; output committed before the oldest checkpoint is damaged: remove %s and run without --restore to start afresh", err, dir)
+			return nil, fmt.Errorf("restore: %w; output committed before the oldest checkpoint was damaged, so no checkpoint can restore it: remove %s and run without --restore to start afresh", err, dir)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 		cp.Restore = ck
 	default:
-		ck, err := snapshot.Load(opt.Restore, nil)
-		if err != nil {
-			return nil, fmt.Errorf("restore: %w", err)
-		}
-		cp.Restore = ck
+		cp.Restore = given
 	}
 	if cp.Restore != nil {
 		if err := cp.Store.DiscardAfter(cp.Restore.Meta.ID); err != nil {

@@ -115,6 +115,24 @@ func TestCheckpointIOStates(t *testing.T) {
 	if _, y := states("generator: {seed: 3, count: 10}", "jsonl: {path: o.csv}"); x == y || !strings.HasPrefix(x, `{"csv":`) {
 		t.Errorf("sinks %s and %s", x, y)
 	}
+	// A sink's defaults spelled out, or its path written another way, is
+	// the same sink; another header setting is not.
+	if _, y := states("generator: {seed: 3, count: 10}", `csv: {path: ./o.csv, header: true, delimiter: ","}`); x != y {
+		t.Errorf("defaults spelled out: %s vs %s", x, y)
+	}
+	if _, y := states("generator: {seed: 3, count: 10}", "csv: {path: o.csv, header: false}"); x == y {
+		t.Errorf("header off, the same description %s", x)
+	}
+	if x != `{"csv":{"delimiter":",","header":true,"path":"o.csv"}}` {
+		t.Errorf("sink description %s", x)
+	}
+	// Event time belongs to the source's description: it decides which
+	// records are late.
+	e1, _ := states("generator: {seed: 3}\nevent_time: {field: ts}", "discard: {}")
+	e2, _ := states("generator: {seed: 3}\nevent_time: {field: ts, max_out_of_orderness: 1s}", "discard: {}")
+	if e1 == e2 || !strings.Contains(e2, `"max_out_of_orderness":"1s"`) {
+		t.Errorf("event time: %s vs %s", e1, e2)
+	}
 	in := filepath.Join(t.TempDir(), "in.csv")
 	os.WriteFile(in, []byte("a\n1\n"), 0o644)
 	c, _ := states("csv: {path: "+in+", parallelism: 1}", "discard: {}")
@@ -173,5 +191,45 @@ func TestRestoreSkipsDamagedOutput(t *testing.T) {
 	os.Remove(filepath.Join(parts, "epoch-000000000001"))
 	if _, _, err = build(); !errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "epoch-000000000001") {
 		t.Fatalf("part 1 missing too: err %v", err)
+	}
+}
+
+// A job whose sink changed since its checkpoints is refused as not fitting
+// them (core.ErrCheckpointMismatch) — with --restore latest too, where the
+// missing output of the new sink path would otherwise look like damage —
+// and a refused --restore DIR creates no checkpoint directory.
+func TestRestoreRefusesChangedSink(t *testing.T) {
+	dir := t.TempDir()
+	job := func(name, out, ck string) *File {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("source:\n  generator: {count: 1000}\nsink:\n  csv: {path: "+out+"}\ncheckpoint: {dir: "+ck+", interval: 1s}\n"), 0o644)
+		f, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	old := job("old.yaml", "out.csv", "ck")
+	_, sinkWas := old.Spec.ioStates()
+	store, _ := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+	w, _ := store.Begin(1)
+	if err := w.WriteParts(core.OutputManifestFile, [][]byte{[]byte("1 4 00000000\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(snapshot.Metadata{ID: 1, Sources: map[string]int64{"source": 10}, Extra: map[string]string{"sink": sinkWas}}); err != nil {
+		t.Fatal(err)
+	}
+	moved := job("moved.yaml", "elsewhere.csv", "ck")
+	_, err := moved.Build(Options{Restore: "latest"})
+	if !errors.Is(err, core.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "elsewhere.csv") {
+		t.Fatalf("--restore latest into another sink path: %v", err)
+	}
+	fresh := job("fresh.yaml", "elsewhere.csv", "ck2")
+	_, err = fresh.Build(Options{Restore: filepath.Join(dir, "ck", snapshot.Name(1))})
+	if !errors.Is(err, core.ErrCheckpointMismatch) {
+		t.Fatalf("--restore DIR into another sink path: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ck2")); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore created the checkpoint directory: %v", err)
 	}
 }
