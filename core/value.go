@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -130,13 +131,7 @@ func Compare(t Type, a, b Value) int {
 		}
 		return 0
 	case String:
-		switch {
-		case a.s < b.s:
-			return -1
-		case a.s > b.s:
-			return 1
-		}
-		return 0
+		return strings.Compare(a.s, b.s) // one pass, not < then >
 	case Bool:
 		return cmpInt(int64(a.n), int64(b.n))
 	default:

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -56,6 +57,22 @@ func (k *keyDef) of(row []core.Value) (t tuple) {
 		t[j] = row[i]
 	}
 	return t
+}
+
+// prefix returns a sort key of t's first field in two words that order
+// as compare does as far as they go (equal words: compare decides): a
+// string's first 16 bytes, big-endian; an integer, timestamp or bool as a
+// signed number; nothing for a float.
+func (k *keyDef) prefix(t *tuple) (hi, lo uint64) {
+	switch k.types[0] {
+	case core.String:
+		var b [16]byte
+		copy(b[:], t[0].Str())
+		return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	case core.Float64:
+		return 0, 0
+	}
+	return uint64(t[0].Int()) ^ 1<<63, 0
 }
 
 func (k *keyDef) compare(a, b *tuple) int {

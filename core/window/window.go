@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -149,6 +150,43 @@ type windowOp struct {
 	states []*keyState         // emptied key states, reused so steady state allocates nothing
 	snap   *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
 	sizes  []int32             // bytes each key group took in the last snapshot (a buffer size hint)
+	sorted []sortItem          // sortByKey's buffers
+	byKey  []ref
+}
+
+// sortItem is the index of a reference to fire, with its key's sort
+// prefix.
+type sortItem struct {
+	hi, lo uint64
+	i      int
+}
+
+// sortByKey sorts refs by key. Each key's prefix (keyDef.prefix) is read
+// once, in order, and the sort moves 24-byte items holding the prefixes;
+// only keys with equal prefixes are compared in full. Comparing the keys
+// themselves would follow two pointers per comparison into state far
+// larger than the caches (BenchmarkFireLargeState).
+func (w *windowOp) sortByKey(refs []ref) {
+	items := w.sorted[:0]
+	for i := range refs {
+		hi, lo := w.key.prefix(&refs[i].st.key)
+		items = append(items, sortItem{hi: hi, lo: lo, i: i})
+	}
+	slices.SortFunc(items, func(a, b sortItem) int {
+		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+			return c
+		}
+		return w.key.compare(&refs[a.i].st.key, &refs[b.i].st.key)
+	})
+	w.byKey = append(w.byKey[:0], refs...)
+	for k, it := range items {
+		refs[k] = w.byKey[it.i]
+	}
+	clear(w.byKey) // no pointers kept into fired state
+	w.sorted, w.byKey = items[:0], w.byKey[:0]
 }
 
 func (w *windowOp) newAccs() []acc {
@@ -307,7 +345,7 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 		if !ok {
 			return nil
 		}
-		slices.SortFunc(refs, func(a, b ref) int { return w.key.compare(&a.st.key, &b.st.key) })
+		w.sortByKey(refs)
 		for _, r := range refs {
 			w.touch(int(r.g))
 			st := r.st
