@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"streamd/core"
 	"streamd/snapshot"
 )
 
@@ -180,4 +181,23 @@ func inspect(w io.Writer, c *snapshot.Checkpoint) {
 		fmt.Fprintf(tw, "%s\t%d\t%08x\n", f.Name, f.Size, f.CRC32C)
 	}
 	tw.Flush()
+	// The sink's committed output parts, as a restore will check them.
+	for _, f := range m.Files {
+		if f.Name != core.OutputManifestFile {
+			continue
+		}
+		data, err := c.ReadFile(f.Name)
+		if err != nil {
+			fmt.Fprintf(w, "committed output: %v\n", err)
+			return
+		}
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "OUTPUT PART (EPOCH)\tBYTES\tCRC32C")
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if f := strings.Fields(line); len(f) == 3 {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", f[0], f[1], f[2])
+			}
+		}
+		tw.Flush()
+	}
 }

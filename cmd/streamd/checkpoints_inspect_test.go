@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"streamd/core"
 	"streamd/snapshot"
 )
 
@@ -68,5 +69,25 @@ func TestCheckpointsInspectUsage(t *testing.T) {
 	}
 	if code, out, _ := cli(t, "checkpoints", "inspect", filepath.Join("ck", name)); code != 0 || !strings.HasPrefix(out, "checkpoint 4 ") {
 		t.Errorf("inspect ck/%s: exit %d, %q", name, code, out)
+	}
+}
+
+// inspect lists the sink's committed output parts a checkpoint recorded.
+func TestCheckpointsInspectOutputParts(t *testing.T) {
+	_, ck := checkpointJob(t)
+	store, err := snapshot.Open(ck, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := store.Begin(3)
+	if err := w.WriteParts(core.OutputManifestFile, [][]byte{[]byte("1 120 0000abcd\n3 7 12345678\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := cli(t, "checkpoints", "inspect", ck, "3")
+	if code != 0 || !strings.Contains(out, "OUTPUT PART (EPOCH)  BYTES  CRC32C\n1                    120    0000abcd\n3                    7      12345678\n") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -116,6 +116,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	case err != nil:
 		return usageErr(err)
 	}
+	if fl.elasticLog != "" && !hasController(job) {
+		say("--elastic-log: the job has no elastic controller (region.elastic with policy levels or ds2), so " + fl.elasticLog + " stays empty")
+	}
 	level := slog.LevelInfo
 	if fl.quiet {
 		level = slog.LevelError
@@ -230,4 +233,14 @@ func printReport(w io.Writer, r *core.Report, err error) {
 			r.CopyOnWriteStalls, r.StallP99.Round(time.Microsecond), r.StallMax.Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
+}
+
+// hasController says whether job's region has an elastic controller (the
+// level controller or DS2), which writes the --elastic-log timeline.
+func hasController(job *core.Job) bool {
+	if job.Region == nil || job.Region.Elastic == nil || job.Region.Elastic.Timeline == nil || job.Region.Schedule != nil {
+		return false
+	}
+	p := job.Region.Elastic.Policy
+	return p != "" && p != "off"
 }

@@ -141,6 +141,17 @@ runtime: {pin: false}
 	if _, err := os.Stat(log); err != nil {
 		t.Fatal(err)
 	}
+	// policy: off has no controller: the timeline stays empty, and run
+	// says so; with a policy it gets a header at least, and no warning.
+	_, _, stderr := cli(t, "run", job, "--quiet", "--elastic-log", log)
+	if !strings.Contains(stderr, "--elastic-log: the job has no elastic controller") {
+		t.Errorf("policy off: stderr %q", stderr)
+	}
+	writeTestFile(t, job, strings.Replace(readTestFile(t, job), "policy: off", "policy: levels", 1))
+	_, _, stderr = cli(t, "run", job, "--quiet", "--elastic-log", log)
+	if data, _ := os.ReadFile(log); stderr != "" || !strings.HasPrefix(string(data), "t_s,channels,") {
+		t.Errorf("policy levels: stderr %q, timeline %q", stderr, data)
+	}
 }
 
 // bench --help says what --duration 0 means.
@@ -149,4 +160,13 @@ func TestBenchDurationZeroHelp(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "--duration 0 sets no time limit") {
 		t.Errorf("exit %d, help:\n%s", code, out)
 	}
+}
+
+func readTestFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
