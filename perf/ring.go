@@ -14,8 +14,8 @@ import (
 func init() {
 	Register(Workload{
 		Name: "ring",
-		Description: "batch pointers from one goroutine to another: ring.SPSC (capacity 64) for the first half of the run, " +
-			"then a Go channel of the same capacity; latency sampled every 64th transfer",
+		Description: "batch pointers from one goroutine to another: ring.SPSC (capacity 64), then a Go channel of the same " +
+			"capacity, each for --count transfers (records in/out count both) or 45 % of --duration; latency sampled every 64th transfer",
 		Run:    runRing,
 		NoRate: true,
 	})
