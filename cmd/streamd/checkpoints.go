@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -163,7 +164,11 @@ func checkpointArg(what, dir string) error {
 func inspect(w io.Writer, c *snapshot.Checkpoint) {
 	m := c.Meta
 	fmt.Fprintf(w, "checkpoint %d (format %d) at %s: checksums ok\n", m.ID, m.Version, m.Time.Format("2006-01-02T15:04:05.000Z"))
-	fmt.Fprintf(w, "channels %d, key groups %d, watermark %d\n", m.Channels, m.KeyGroups, m.Watermark)
+	wm := "none"
+	if m.Watermark != core.NoTime {
+		wm = fmt.Sprintf("%s (%d ns)", time.Unix(0, m.Watermark).UTC().Format(time.RFC3339Nano), m.Watermark)
+	}
+	fmt.Fprintf(w, "channels %d, key groups %d, watermark %s\n", m.Channels, m.KeyGroups, wm)
 	names := make([]string, 0, len(m.Sources))
 	for n := range m.Sources {
 		names = append(names, n)

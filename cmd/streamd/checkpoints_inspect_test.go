@@ -83,10 +83,13 @@ func TestCheckpointsInspectOutputParts(t *testing.T) {
 	if err := w.WriteParts(core.OutputManifestFile, [][]byte{[]byte("1 120 0000abcd\n3 7 12345678\n")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}}); err != nil {
+	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}, Watermark: 1767225600_000000000}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := cli(t, "checkpoints", "inspect", ck, "3")
+	if !strings.Contains(out, "watermark 2026-01-01T00:00:00Z (1767225600000000000 ns)\n") {
+		t.Errorf("watermark line:\n%s", out)
+	}
 	if code != 0 || !strings.Contains(out, "OUTPUT PART (EPOCH)  BYTES  CRC32C\n1                    120    0000abcd\n3                    7      12345678\n") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
