@@ -122,6 +122,22 @@ func OpenLocked(dir string, retain int) (*Store, error) {
 	return s, nil
 }
 
+// InUse reports whether a run holds dir's lock now (OpenLocked), without
+// creating anything: a directory or lock file that does not exist is not
+// in use.
+func InUse(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, LockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}
+
 // Unlock releases the lock OpenLocked took (the lock file stays). A Store
 // from Open, or one already unlocked, is left as it is. The Store can still
 // be read afterwards.

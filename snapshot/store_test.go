@@ -297,6 +297,9 @@ func TestOpenLocked(t *testing.T) {
 	if err := os.Mkdir(stray, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if !InUse(dir) {
+		t.Fatal("InUse false while locked")
+	}
 	if _, err := OpenLocked(dir, 2); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second OpenLocked: %v, want ErrLocked", err)
 	}
@@ -308,6 +311,9 @@ func TestOpenLocked(t *testing.T) {
 	}
 	a.Unlock()
 	a.Unlock() // twice is fine
+	if InUse(dir) || InUse(filepath.Join(dir, "nope")) {
+		t.Fatal("InUse after Unlock, or of a missing directory")
+	}
 	b, err := OpenLocked(dir, 2)
 	if err != nil {
 		t.Fatalf("after Unlock: %v", err)

@@ -1065,7 +1065,11 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 	if err != nil {
 		return f.errAt("checkpoint.dir", "%v", err)
 	}
-	if n > 0 && opt.Warn != nil {
+	switch {
+	case opt.Warn == nil:
+	case snapshot.InUse(dir):
+		opt.Warn(fmt.Sprintf("%s is in use by a running job: a run of this job now is refused until it ends", dir))
+	case n > 0:
 		opt.Warn(fmt.Sprintf("%s holds %d checkpoint(s) of an unfinished run: run --restore latest resumes it; run without --restore refuses to start until the directory is removed", dir, n))
 	}
 	return nil

@@ -80,6 +80,11 @@ func TestCheckpointDirectoryLocked(t *testing.T) {
 	if _, err := f.Build(Options{}); err == nil || !strings.Contains(err.Error(), snapshot.ErrLocked.Error()) || !strings.Contains(err.Error(), "job.yaml:5:") {
 		t.Fatalf("second run while the first holds the directory: %v", err)
 	}
+	var warnings []string
+	if _, err := f.Build(Options{Validate: true, Warn: func(m string) { warnings = append(warnings, m) }}); err != nil ||
+		len(warnings) != 1 || !strings.Contains(warnings[0], "in use by a running job") {
+		t.Fatalf("validate while a run holds the directory: %v, warnings %q", err, warnings)
+	}
 	if _, err := core.Run(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
