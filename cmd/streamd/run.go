@@ -48,6 +48,10 @@ func newRunCmd() *cobra.Command {
 			if cmd.Flags().Changed("channels") && fl.channels < 1 {
 				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
 			}
+			if cmd.Flags().Changed("restore") && fl.restore == "" {
+				// An unset variable in --restore "$CKPT" must not start afresh.
+				return usageErr(errors.New("--restore needs latest or a checkpoint directory, not an empty value"))
+			}
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
@@ -173,6 +177,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	}
 	if err != nil {
 		if errors.Is(err, core.ErrInterrupted) {
+			if job.Checkpoint != nil && job.Checkpoint.Store != nil {
+				return jobErr(fmt.Errorf("%w (output discarded; its checkpoints and committed output are kept: --restore latest resumes it)", err))
+			}
 			return jobErr(fmt.Errorf("%w (output discarded)", err))
 		}
 		if errors.Is(err, core.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
@@ -191,7 +198,7 @@ func restoreErr(err error) error {
 	case errors.Is(err, core.ErrCheckpointMismatch):
 		return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
 	case errors.Is(err, core.ErrOutputDamaged) && !strings.Contains(err.Error(), "start afresh"):
-		return jobErr(fmt.Errorf("%w; restore from a checkpoint whose id is below the damaged part's epoch (streamd checkpoints list), whose replay writes that part again, or start afresh", err))
+		return jobErr(fmt.Errorf("%w; a checkpoint restores only beside the output it committed: restore from an older checkpoint of this run taken before the damaged part's epoch, if there is one (streamd checkpoints list), or start afresh", err))
 	}
 	return jobErr(err)
 }

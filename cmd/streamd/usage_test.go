@@ -61,6 +61,7 @@ func TestUsageErrors(t *testing.T) {
 		stderr string // the whole of standard error, or its start when it ends in "…"
 	}{
 		{"no command", nil, 2, "streamd: no command given (expected run, validate, bench or checkpoints)\n"},
+		{"empty restore", []string{"run", fresh, "--restore="}, 2, "streamd: --restore needs latest or a checkpoint directory, not an empty value\n"},
 		{"checkpoints without a command", []string{"checkpoints"}, 2, "streamd: checkpoints: no command given (expected list or inspect)\n"},
 		{"checkpoints with an unknown command", []string{"checkpoints", "foo"}, 2, "streamd: checkpoints: unknown command \"foo\" (expected list or inspect)\n"},
 		{"zero channels", []string{"run", keyed, "--channels", "0"}, 2, "streamd: --channels must be ≥ 1, not 0\n"},

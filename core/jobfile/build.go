@@ -163,7 +163,31 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 // ioStates describes the job's source and sink for core.Checkpointing:
 // their settings as JSON, without what a restored run may change (a
 // generator's count and rate, a CSV file's parsing parallelism).
-func (s *Spec) ioStates() (source, sink string) {
+// durationValue renders a duration setting by its value (def when unset or
+// unparsable: the build reports those).
+func durationValue(v string, def time.Duration) string {
+	if v == "" {
+		return def.String()
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d.String()
+	}
+	return v
+}
+
+// ioStates is Spec.ioStates with file paths resolved to absolute ones
+// (relative to the job file): the same file written another way is the
+// same sink.
+func (f *File) ioStates() (source, sink string) {
+	return f.Spec.ioStates(func(p string) string {
+		if a, err := filepath.Abs(f.path(p)); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	})
+}
+
+func (s *Spec) ioStates(resolve func(string) string) (source, sink string) {
 	in := s.Source
 	if c := in.CSV; c != nil {
 		cc := *c
@@ -173,13 +197,31 @@ func (s *Spec) ioStates() (source, sink string) {
 	if g := in.Generator; g != nil {
 		gg := *g
 		gg.Count, gg.Rate, gg.RateSteps = 0, 0, nil
+		// Defaults written out, and durations by value (1ms = 1000us).
+		if gg.Keys == 0 {
+			gg.Keys = 1000
+		}
+		if gg.Distribution == "" {
+			gg.Distribution = "uniform"
+		}
+		if gg.ZipfS == 0 {
+			gg.ZipfS = 1.1
+		}
+		gg.Step = durationValue(gg.Step, time.Millisecond)
+		if t, err := core.ParseTime(gg.Start); err == nil && gg.Start != "" {
+			gg.Start = time.Unix(0, t).UTC().Format(time.RFC3339Nano)
+		} else if gg.Start == "" {
+			gg.Start = time.Unix(0, 0).UTC().Format(time.RFC3339Nano)
+		}
 		in.Generator = &gg
 	}
 	source = chosen(in)
 	if et := s.EventTime; et != nil && et.Field != "" {
 		// Event time decides which records are late and when windows
 		// fire: part of what the restored position means.
-		source += " " + render("event_time", et)
+		e := *et
+		e.MaxOutOfOrderness = durationValue(e.MaxOutOfOrderness, 0)
+		source += "; " + render("event_time", &e)
 	}
 	// The sink as it writes: defaults spelled out, paths cleaned, so
 	// that writing a default out does not count as a change.
@@ -187,7 +229,7 @@ func (s *Spec) ioStates() (source, sink string) {
 	if c := out.CSV; c != nil {
 		cc := *c
 		header := cc.Header == nil || *cc.Header
-		cc.Header, cc.Path = &header, filepath.Clean(cc.Path)
+		cc.Header, cc.Path = &header, resolve(cc.Path)
 		if cc.Delimiter == "" {
 			cc.Delimiter = ","
 		}
@@ -195,7 +237,7 @@ func (s *Spec) ioStates() (source, sink string) {
 	}
 	if j := out.JSONL; j != nil {
 		jj := *j
-		jj.Path = filepath.Clean(jj.Path)
+		jj.Path = resolve(jj.Path)
 		out.JSONL = &jj
 	}
 	if st := out.Stdout; st != nil && st.Format == "" {
@@ -955,7 +997,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
 	}
 	cp := &core.Checkpointing{Interval: interval, Timeout: timeout}
-	cp.Source, cp.Sink = f.Spec.ioStates()
+	cp.Source, cp.Sink = f.ioStates()
 	dir := f.path(c.Dir)
 	if opt.Validate {
 		return cp, f.viewCheckpoints(dir, opt)

@@ -108,7 +108,7 @@ func TestCheckpointIOStates(t *testing.T) {
 		if _, err := f.Build(Options{Validate: true}); err != nil {
 			t.Fatal(err)
 		}
-		return f.Spec.ioStates()
+		return f.ioStates()
 	}
 	a, x := states("generator: {seed: 3, count: 10, rate: 100}", "csv: {path: o.csv}")
 	if b, y := states("generator: {seed: 3, count: 20, rate: 900}", "csv: {path: o.csv}"); a != b || x != y {
@@ -128,8 +128,17 @@ func TestCheckpointIOStates(t *testing.T) {
 	if _, y := states("generator: {seed: 3, count: 10}", "csv: {path: o.csv, header: false}"); x == y {
 		t.Errorf("header off, the same description %s", x)
 	}
-	if x != `{"csv":{"delimiter":",","header":true,"path":"o.csv"}}` {
+	abs, _ := filepath.Abs("o.csv")
+	if x != `{"csv":{"delimiter":",","header":true,"path":"`+abs+`"}}` {
 		t.Errorf("sink description %s", x)
+	}
+	// The same file by its absolute path; generator defaults and durations
+	// by value.
+	if _, y := states("generator: {seed: 3, count: 10}", "csv: {path: "+abs+"}"); x != y {
+		t.Errorf("absolute path: %s vs %s", x, y)
+	}
+	if b, _ := states("generator: {seed: 3, step: 1000us, distribution: uniform, keys: 1000, start: 1970-01-01T00:00:00Z}", "csv: {path: o.csv}"); a != b {
+		t.Errorf("generator defaults spelled out: %s vs %s", a, b)
 	}
 	// Event time belongs to the source's description: it decides which
 	// records are late.
@@ -137,6 +146,9 @@ func TestCheckpointIOStates(t *testing.T) {
 	e2, _ := states("generator: {seed: 3}\nevent_time: {field: ts, max_out_of_orderness: 1s}", "discard: {}")
 	if e1 == e2 || !strings.Contains(e2, `"max_out_of_orderness":"1s"`) {
 		t.Errorf("event time: %s vs %s", e1, e2)
+	}
+	if e3, _ := states("generator: {seed: 3}\nevent_time: {field: ts, max_out_of_orderness: 1000ms}", "discard: {}"); e3 != e2 {
+		t.Errorf("1000ms vs 1s: %s vs %s", e3, e2)
 	}
 	in := filepath.Join(t.TempDir(), "in.csv")
 	os.WriteFile(in, []byte("a\n1\n"), 0o644)
@@ -215,7 +227,7 @@ func TestRestoreRefusesChangedSink(t *testing.T) {
 		return f
 	}
 	old := job("old.yaml", "out.csv", "ck")
-	_, sinkWas := old.Spec.ioStates()
+	_, sinkWas := old.ioStates()
 	store, _ := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
 	w, _ := store.Begin(1)
 	if err := w.WriteParts(core.OutputManifestFile, [][]byte{[]byte("1 4 00000000\n")}); err != nil {
