@@ -1008,6 +1008,11 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 		if err := core.CheckRestore(&c.Meta, cp, region); err != nil {
 			return err
 		}
+		// A generator's count may change, but not to below the position:
+		// the replay would end before it (an older checkpoint may do).
+		if g := f.Spec.Source.Generator; g != nil && g.Count > 0 && c.Meta.Sources["source"] > g.Count {
+			return fmt.Errorf("%s: the generator's count %d is below the checkpoint's position %d", snapshot.Name(c.Meta.ID), g.Count, c.Meta.Sources["source"])
+		}
 		return core.VerifyOutput(sink, c)
 	}
 	// A restore that is bound to be refused creates nothing: OpenLocked

@@ -250,3 +250,36 @@ func TestRestoreRefusesChangedSink(t *testing.T) {
 		t.Fatalf("a refused restore created the checkpoint directory: %v", err)
 	}
 }
+
+// A generator's count below a checkpoint's position skips that checkpoint
+// (--restore latest takes an older one within the count) or refuses it
+// (--restore DIR), before anything runs.
+func TestRestoreCountBelowPosition(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	os.WriteFile(job, []byte("source:\n  generator: {count: 25}\nsink:\n  discard: {}\ncheckpoint: {dir: ck, interval: 1s}\n"), 0o644)
+	f, err := Load(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, _ := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+	for id := uint64(1); id <= 3; id++ {
+		w, _ := store.Begin(id)
+		if err := w.Commit(snapshot.Metadata{ID: id, Sources: map[string]int64{"source": int64(id) * 10}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Build(Options{Restore: filepath.Join(dir, "ck", snapshot.Name(3))}); err == nil || !strings.Contains(err.Error(), "count 25 is below the checkpoint's position 30") {
+		t.Fatalf("--restore chk-3 with count 25: %v", err)
+	}
+	var warnings []string
+	j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Source.Close()
+	j.Checkpoint.Store.Unlock()
+	if j.Checkpoint.Restore.Meta.ID != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], "below the checkpoint's position 30") {
+		t.Fatalf("restored %d, warnings %q", j.Checkpoint.Restore.Meta.ID, warnings)
+	}
+}
