@@ -190,15 +190,13 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	return nil
 }
 
-// restoreErr adds what to do to a refused restore: a job file that does not
-// fit its checkpoints is a usage error (exit 2); damaged committed output
-// (ErrOutputDamaged) or checkpoints is a failure (exit 1).
+// restoreErr classifies a refused restore: a job file that does not fit
+// its checkpoints is a usage error (exit 2), with what to do; damaged
+// checkpoints or committed output (their messages say what to do) are a
+// failure (exit 1).
 func restoreErr(err error) error {
-	switch {
-	case errors.Is(err, core.ErrCheckpointMismatch):
+	if errors.Is(err, core.ErrCheckpointMismatch) {
 		return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
-	case errors.Is(err, core.ErrOutputDamaged) && !strings.Contains(err.Error(), "start afresh"):
-		return jobErr(fmt.Errorf("%w; a checkpoint restores only beside the output it committed: restore from an older checkpoint of this run taken before the damaged part's epoch, if there is one (streamd checkpoints list), or start afresh", err))
 	}
 	return jobErr(err)
 }

@@ -1028,6 +1028,9 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 		if given, err = snapshot.Load(opt.Restore, nil); err == nil {
 			err = fits(given)
 		}
+		if errors.Is(err, core.ErrOutputDamaged) {
+			return nil, fmt.Errorf("restore: %w; a checkpoint restores only beside the output it committed: restore from an older checkpoint of this run taken before the damaged part's epoch, if there is one (streamd checkpoints list), or start afresh", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}

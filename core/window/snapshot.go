@@ -370,6 +370,10 @@ func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 	return r.snap
 }
 
+// writeGroup is windowOp.writeGroup for running aggregates. The chunked
+// loop is written out in both rather than shared through a generic helper
+// with the per-key write as a function value: that indirect call per key
+// measured 8 % slower (BenchmarkSnapshotGroups, four pairs).
 func (r *runningOp) writeGroup(dst []byte, g int) []byte {
 	dst, start, at := beginGroup(dst, r.sizes, g)
 	n := uint32(0)
