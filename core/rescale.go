@@ -37,7 +37,6 @@ type Elastic struct {
 type reconf struct {
 	seq      uint64
 	from, to int // channel counts
-	moves    []kvstate.Move
 	// lose[c] lists, per new owner, the key groups channel c hands over:
 	// computed in prepare, so that a channel at the marker only releases.
 	lose [][]loss
@@ -115,8 +114,7 @@ func (r *run) rescale(n int) error {
 	var table *kvstate.Table
 	if sp.table != nil {
 		table = kvstate.NewTable(sp.groups, n)
-		rc.moves = kvstate.Moves(sp.table, table)
-		rc.lose = losses(rc.moves, len(rc.expect))
+		rc.lose = losses(kvstate.Moves(sp.table, table), len(rc.expect))
 		for _, ls := range rc.lose {
 			for _, l := range ls {
 				rc.expect[l.to]++
