@@ -77,8 +77,11 @@ type Batch struct {
 	// coordinated omission), carried to every batch derived from it.
 	Stamp int64
 
-	reconf *reconf      // of a Reconfig marker
-	ckpt   *barrierInfo // of a Barrier marker
+	// Control is the runtime's payload of a Reconfig or Barrier marker
+	// (its reconfiguration or checkpoint), opaque to operators: they pass
+	// markers on untouched. Nil on data batches.
+	Control any
+
 	pooled bool
 }
 
@@ -139,8 +142,7 @@ func (b *Batch) Reset() {
 	b.Progress = 0
 	b.Channel = 0
 	b.Stamp = 0
-	b.reconf = nil
-	b.ckpt = nil
+	b.Control = nil
 }
 
 // Full reports whether the batch holds BatchSize records.

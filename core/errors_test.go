@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,29 +8,16 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/internal/deadletter"
 )
 
-// readLetters reads a dead-letter file: the pos of each line, failing the
-// test on a line that is not one JSON object (blank lines aside).
+// readLetters reads a dead-letter file's positions, failing the test on a
+// torn or malformed line.
 func readLetters(t *testing.T, path string) []int64 {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	pos, err := deadletter.Positions(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		t.Fatalf("dead-letter file ends in a torn line: %q", data[max(0, len(data)-40):])
-	}
-	var pos []int64
-	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var d struct{ Pos int64 }
-		if err := json.Unmarshal([]byte(line), &d); err != nil {
-			t.Fatalf("dead-letter line %d %q: %v", i+1, line, err)
-		}
-		pos = append(pos, d.Pos)
 	}
 	return pos
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +17,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/sched"
 )
 
@@ -90,7 +91,7 @@ type Sample struct {
 // Machine describes where a run ran.
 type Machine struct {
 	CPUModel   string
-	NumCPU     int    // runtime.NumCPU
+	NumCPU     int    // goruntime.NumCPU
 	Cores      int    // usable cores (affinity and cgroup quota, sched.Detect)
 	CPUs       string // sched.Detect's account of them
 	GOMAXPROCS int
@@ -155,7 +156,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	}
 	res := &Result{Workload: w.Name, Options: opt, Mode: w.mode(opt), Machine: machine()}
 	rec := newRecorder()
-	var job *core.Job
+	var job *runtime.Job
 	if w.Run == nil {
 		if w.Build == nil {
 			return nil, fmt.Errorf("workload %q: neither Build nor Run", w.Name)
@@ -170,7 +171,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 			if job.Region != nil {
 				channels = job.Region.Channels
 			}
-			p := core.NewCorePlacer(channels, opt.Log)
+			p := runtime.NewCorePlacer(channels, opt.Log)
 			job.Placer = p
 			res.Machine.Pinned = p.Pinned()
 		}
@@ -183,7 +184,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	}
 
 	// The sampler reads the job's live counters (or the recorder's count).
-	var live atomic.Pointer[core.Live]
+	var live atomic.Pointer[runtime.Live]
 	count := func() (int64, int) {
 		if job == nil {
 			return rec.records.Load(), 0
@@ -195,7 +196,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 		return l.Snapshot().RecordsIn, l.Channels()
 	}
 	if job != nil {
-		job.OnStart = func(l core.Live) { live.Store(&l) }
+		job.OnStart = func(l runtime.Live) { live.Store(&l) }
 		job.OnSink = func(b *core.Batch) {
 			if b.Stamp != 0 {
 				rec.Latency(time.Now().UnixNano()-b.Stamp, int64(b.Len))
@@ -209,10 +210,10 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	samplerDone := make(chan []Sample)
 	go func() { samplerDone <- sample(res.Start, count, stopSampler) }()
 
-	var rep *core.Report
+	var rep *runtime.Report
 	var err error
 	if job != nil {
-		rep, err = core.Run(ctx, job)
+		rep, err = runtime.Run(ctx, job)
 	} else {
 		err = w.Run(ctx, opt, rec)
 	}
@@ -221,7 +222,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	close(stopSampler)
 	res.Throughput = <-samplerDone
 
-	if errors.Is(err, core.ErrInterrupted) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, runtime.ErrInterrupted) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		res.Interrupted, res.TimeUp, err = true, errors.Is(ctx.Err(), context.DeadlineExceeded), nil
 	}
 	if rep != nil {
@@ -300,13 +301,13 @@ func machine() Machine {
 	cpus := sched.Detect()
 	return Machine{
 		CPUModel:   cpuModel(),
-		NumCPU:     runtime.NumCPU(),
+		NumCPU:     goruntime.NumCPU(),
 		Cores:      cpus.Cores(),
 		CPUs:       cpus.String(),
-		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		GoVersion:  runtime.Version(),
-		OS:         runtime.GOOS,
-		Arch:       runtime.GOARCH,
+		GOMAXPROCS: goruntime.GOMAXPROCS(0),
+		GoVersion:  goruntime.Version(),
+		OS:         goruntime.GOOS,
+		Arch:       goruntime.GOARCH,
 	}
 }
 

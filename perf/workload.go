@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // Options parameterise a workload run.
@@ -30,7 +30,7 @@ type Options struct {
 	// OutDir receives the workload's output files, if any.
 	OutDir string
 	// Unpinned runs the job's stages on plain goroutines; by default they
-	// are pinned to cores where there are enough (core.CorePlacer).
+	// are pinned to cores where there are enough (runtime.CorePlacer).
 	Unpinned bool
 	// Log receives the job's log (nil: discarded).
 	Log *slog.Logger `json:"-"`
@@ -42,7 +42,7 @@ type Options struct {
 type Workload struct {
 	Name        string
 	Description string
-	Build       func(opt Options) (*core.Job, error)
+	Build       func(opt Options) (*runtime.Job, error)
 	// Run, if set instead of Build, is a workload that runs no job (a
 	// micro-benchmark such as "ring"): it measures itself into rec, which
 	// records latency on one goroutine and counts records for the

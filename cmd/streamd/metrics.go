@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // metricsServer serves a job's counters in the Prometheus text exposition
@@ -32,7 +33,7 @@ import (
 type metricsServer struct {
 	srv  *http.Server
 	ln   net.Listener
-	job  *core.Job
+	job  *runtime.Job
 	size int64 // the source's size in records; 0 = unknown
 	lat  *latency
 
@@ -47,7 +48,7 @@ type metricsServer struct {
 
 // listenMetrics listens on addr (host:port; port 0 picks one) and serves
 // until close.
-func listenMetrics(addr string, job *core.Job, size int64, lat *latency) (*metricsServer, error) {
+func listenMetrics(addr string, job *runtime.Job, size int64, lat *latency) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -67,7 +68,7 @@ func listenMetrics(addr string, job *core.Job, size int64, lat *latency) (*metri
 // addr is the address the server listens on.
 func (m *metricsServer) addr() string { return m.ln.Addr().String() }
 
-// started marks the job running (from core.Job.OnStart).
+// started marks the job running (from runtime.Job.OnStart).
 func (m *metricsServer) started(l liveView) { m.live.Store(&l) }
 
 // end marks the job ended: /readyz answers 503, /metrics keeps the last
@@ -281,7 +282,7 @@ type observers struct {
 
 // observe sets up the observers fl asks for around job; status lines go to
 // stderr. The caller calls end once the job has returned, then close.
-func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
+func observe(job *runtime.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 	o := &observers{}
 	var size int64
 	if s, ok := job.Source.(core.Sized); ok {
@@ -332,7 +333,7 @@ func observe(job *core.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 		}
 	}
 	prevStart := job.OnStart
-	job.OnStart = func(l core.Live) {
+	job.OnStart = func(l runtime.Live) {
 		if o.metrics != nil {
 			o.metrics.started(l)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/core/runtime"
 )
 
 // quickJob writes the quick-start job with count records to a temporary
@@ -129,7 +130,7 @@ func TestMetricsDuringJob(t *testing.T) {
 			pprofCode, pprofBody = httpGet(t, "http://"+obs.pprofLn.Addr().String()+"/debug/pprof/")
 		})
 	}
-	rep, err := core.Run(t.Context(), job)
+	rep, err := runtime.Run(t.Context(), job)
 	obs.end()
 	if err != nil {
 		t.Fatal(err)

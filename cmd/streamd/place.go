@@ -1,13 +1,13 @@
 package main
 
 import (
-	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/core/runtime"
 )
 
 // place pins the job's stages to cores unless the job file says
 // runtime.pin: false.
-func place(f *jobfile.File, job *core.Job) {
+func place(f *jobfile.File, job *runtime.Job) {
 	if p := f.Spec.Runtime.Pin; p != nil && !*p {
 		return
 	}
@@ -15,5 +15,5 @@ func place(f *jobfile.File, job *core.Job) {
 	if job.Region != nil {
 		channels = job.Region.Channels
 	}
-	job.Placer = core.NewCorePlacer(channels, job.Log)
+	job.Placer = runtime.NewCorePlacer(channels, job.Log)
 }

@@ -9,10 +9,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"streamd/perf"
 	"strings"
 	"syscall"
 	"time"
@@ -21,6 +20,8 @@ import (
 
 	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/core/runtime"
+	"streamd/perf"
 	"streamd/snapshot"
 )
 
@@ -113,7 +114,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	}
 	job, err := f.Build(opts)
 	switch {
-	case errors.Is(err, core.ErrCheckpointMismatch):
+	case errors.Is(err, runtime.ErrCheckpointMismatch):
 		return restoreErr(err)
 	case errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, core.ErrOutputDamaged):
 		return restoreErr(err) // the job file is fine; its checkpoints or output are not
@@ -151,7 +152,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 			return usageErr(fmt.Errorf("mutex profile: %w", err))
 		}
 		defer mf.Close()
-		defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(5))
+		defer goruntime.SetMutexProfileFraction(goruntime.SetMutexProfileFraction(5))
 		defer pprof.Lookup("mutex").WriteTo(mf, 0)
 	}
 	obs, err := observe(job, fl, stderr)
@@ -164,7 +165,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := core.Run(ctx, job)
+	rep, err := runtime.Run(ctx, job)
 	obs.end()
 	if fl.memProfile != "" {
 		if mf, merr := os.Create(fl.memProfile); merr == nil {
@@ -176,13 +177,13 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		printReport(stderr, rep, err)
 	}
 	if err != nil {
-		if errors.Is(err, core.ErrInterrupted) {
+		if errors.Is(err, runtime.ErrInterrupted) {
 			if job.Checkpoint != nil && job.Checkpoint.Store != nil {
 				return jobErr(fmt.Errorf("%w (output discarded; its checkpoints and committed output are kept: --restore latest resumes it)", err))
 			}
 			return jobErr(fmt.Errorf("%w (output discarded)", err))
 		}
-		if errors.Is(err, core.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
+		if errors.Is(err, runtime.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
 			return restoreErr(err)
 		}
 		return jobErr(err)
@@ -195,13 +196,13 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 // checkpoints or committed output (their messages say what to do) are a
 // failure (exit 1).
 func restoreErr(err error) error {
-	if errors.Is(err, core.ErrCheckpointMismatch) {
+	if errors.Is(err, runtime.ErrCheckpointMismatch) {
 		return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
 	}
 	return jobErr(err)
 }
 
-func printReport(w io.Writer, r *core.Report, err error) {
+func printReport(w io.Writer, r *runtime.Report, err error) {
 	state := "done"
 	switch {
 	case r.Interrupted:
@@ -242,7 +243,7 @@ func printReport(w io.Writer, r *core.Report, err error) {
 
 // hasController says whether job's region has an elastic controller (the
 // level controller or DS2), which writes the --elastic-log timeline.
-func hasController(job *core.Job) bool {
+func hasController(job *runtime.Job) bool {
 	if job.Region == nil || job.Region.Elastic == nil || job.Region.Elastic.Timeline == nil || job.Region.Schedule != nil {
 		return false
 	}

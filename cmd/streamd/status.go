@@ -11,12 +11,13 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // liveView is what the status line and the metrics endpoint read of a
-// running job: core.Live, or a scripted stand-in in tests.
+// running job: runtime.Live, or a scripted stand-in in tests.
 type liveView interface {
-	Snapshot() *core.Report
+	Snapshot() *runtime.Report
 	Channels() int
 	RingLen() []int
 }
@@ -57,7 +58,7 @@ func (l *latency) rotate(now time.Time) {
 	}
 }
 
-// observe is a core.Job.OnSink hook: it borrows b and reads only b.Stamp.
+// observe is a runtime.Job.OnSink hook: it borrows b and reads only b.Stamp.
 func (l *latency) observe(b *core.Batch) {
 	if b.Stamp == 0 {
 		return

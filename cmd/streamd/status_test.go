@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // TestStatusLine: status lines from scripted samples, plain and terminal.
@@ -64,12 +65,12 @@ type fakeLive struct {
 	n  int64
 }
 
-func (f *fakeLive) Snapshot() *core.Report {
+func (f *fakeLive) Snapshot() *runtime.Report {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n += 1000
-	return &core.Report{Wall: time.Duration(f.n) * time.Millisecond, RecordsIn: f.n, RecordsOut: f.n / 10,
-		Channels: []core.ChannelReport{{BlockedNs: f.n * 100_000}}}
+	return &runtime.Report{Wall: time.Duration(f.n) * time.Millisecond, RecordsIn: f.n, RecordsOut: f.n / 10,
+		Channels: []runtime.ChannelReport{{BlockedNs: f.n * 100_000}}}
 }
 func (f *fakeLive) Channels() int  { return 1 }
 func (f *fakeLive) RingLen() []int { return []int{0} }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // deadLetter is a line of the dead-letter file.
@@ -151,7 +152,7 @@ var badInputs = []badInput{{
 }}
 
 // TestBadInput runs each bad input under on_error: fail, skip and
-// dead_letter, through Build and core.Run.
+// dead_letter, through Build and runtime.Run.
 func TestBadInput(t *testing.T) {
 	for _, c := range badInputs {
 		for _, policy := range []string{"fail", "skip", "dead_letter"} {
@@ -234,7 +235,7 @@ func TestDeadLetterFile(t *testing.T) {
 }
 
 // runJobFile writes job.yaml into dir, builds it and runs it.
-func runJobFile(t *testing.T, dir, text string) (*core.Report, error) {
+func runJobFile(t *testing.T, dir, text string) (*runtime.Report, error) {
 	t.Helper()
 	path := filepath.Join(dir, "job.yaml")
 	writeFile(t, path, text)
@@ -246,7 +247,7 @@ func runJobFile(t *testing.T, dir, text string) (*core.Report, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := core.Run(context.Background(), job)
+	rep, err := runtime.Run(context.Background(), job)
 	if rep == nil {
 		t.Fatalf("no report (error %v)", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"streamd/core"
 	"streamd/core/eval"
 	"streamd/core/ops"
+	"streamd/core/runtime"
 	"streamd/core/sink"
 	"streamd/core/source"
 	"streamd/core/window"
@@ -55,9 +56,9 @@ type Options struct {
 
 // Build opens the source, compiles every expression, loads lookup tables
 // and binds every operator to its input schema. Errors name their position
-// in the file. The caller runs the job with core.Run, which closes the
+// in the file. The caller runs the job with runtime.Run, which closes the
 // source and the sink.
-func (f *File) Build(opt Options) (*core.Job, error) {
+func (f *File) Build(opt Options) (*runtime.Job, error) {
 	s := &f.Spec
 	mode, err := core.ParseErrorMode(s.OnError)
 	if err != nil {
@@ -72,7 +73,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 			return nil, err
 		}
 	}
-	job := &core.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
+	job := &runtime.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
 	if job.Name == "" {
 		job.Name = strings.TrimSuffix(baseName(f.Path), ".yaml")
 	}
@@ -104,7 +105,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 		return nil, fmt.Errorf("--channels %d: channels must be between 1 and %d", opt.Channels, maxChannels)
 	}
 	if r := s.Region; r != nil {
-		reg := &core.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
+		reg := &runtime.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
 		if r.Channels != nil {
 			reg.Channels = *r.Channels
 			if reg.Channels < 1 || reg.Channels > maxChannels {
@@ -160,7 +161,7 @@ func (f *File) Build(opt Options) (*core.Job, error) {
 	return job, nil
 }
 
-// ioStates describes the job's source and sink for core.Checkpointing:
+// ioStates describes the job's source and sink for runtime.Checkpointing:
 // their settings as JSON, without what a restored run may change (a
 // generator's count and rate, a CSV file's parsing parallelism).
 // durationValue renders a duration setting by its value (def when unset or
@@ -470,8 +471,8 @@ func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.Map
 	return opts, nil
 }
 
-func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (core.EventTime, error) {
-	out := core.EventTime{Field: et.Field}
+func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
+	out := runtime.EventTime{Field: et.Field}
 	i, err := s.Lookup(et.Field)
 	if err != nil {
 		return out, f.errAt("event_time.field", "%v", err)
@@ -504,7 +505,7 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (core.EventTime
 
 var opNames = []string{"filter", "map", "project", "lookup_csv", "lookup_http", "window", "aggregate"}
 
-func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *core.Region) ([]core.OperatorDef, *core.Schema, error) {
+func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) ([]core.OperatorDef, *core.Schema, error) {
 	var defs []core.OperatorDef
 	for i := range specs {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -518,7 +519,7 @@ func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core
 	return defs, in, nil
 }
 
-func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *core.Region) (core.OperatorDef, error) {
+func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) (core.OperatorDef, error) {
 	k, err := exactlyOne(p, f, opNames, []bool{o.Filter != nil, o.Map != nil, o.Project != nil,
 		o.LookupCSV != nil, o.LookupHTTP != nil, o.Window != nil, o.Aggregate != nil})
 	if err != nil {
@@ -961,7 +962,7 @@ func (m mkdirSink) Commit(epoch uint64) error {
 
 // buildCheckpoint opens the checkpoint store and, with Options.Restore,
 // the checkpoint to resume from.
-func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region) (*core.Checkpointing, error) {
+func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Region) (*runtime.Checkpointing, error) {
 	c := f.Spec.Checkpoint
 	if c == nil {
 		if opt.Restore != "" {
@@ -996,7 +997,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 	if timeout <= 0 {
 		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
 	}
-	cp := &core.Checkpointing{Interval: interval, Timeout: timeout}
+	cp := &runtime.Checkpointing{Interval: interval, Timeout: timeout}
 	cp.Source, cp.Sink = f.ioStates()
 	dir := f.path(c.Dir)
 	if opt.Validate {
@@ -1005,7 +1006,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 	// Besides its files' checksums, a checkpoint to restore must have been
 	// taken by this job, and the output it committed must be intact.
 	fits := func(c *snapshot.Checkpoint) error {
-		if err := core.CheckRestore(&c.Meta, cp, region); err != nil {
+		if err := runtime.CheckRestore(&c.Meta, cp, region); err != nil {
 			return err
 		}
 		// A generator's count may change, but not to below the position:
@@ -1013,7 +1014,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 		if g := f.Spec.Source.Generator; g != nil && g.Count > 0 && c.Meta.Sources["source"] > g.Count {
 			return fmt.Errorf("%s: the generator's count %d is below the checkpoint's position %d", snapshot.Name(c.Meta.ID), g.Count, c.Meta.Sources["source"])
 		}
-		return core.VerifyOutput(sink, c)
+		return runtime.VerifyOutput(sink, c)
 	}
 	// A restore that is bound to be refused creates nothing: OpenLocked
 	// would make the directory and its lock file first.
@@ -1061,7 +1062,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 		var mismatch error
 		ck, skipped, err := cp.Store.LatestWhere(func(c *snapshot.Checkpoint) error {
 			err := fits(c)
-			if errors.Is(err, core.ErrCheckpointMismatch) && mismatch == nil {
+			if errors.Is(err, runtime.ErrCheckpointMismatch) && mismatch == nil {
 				mismatch = err
 			}
 			return err
@@ -1095,7 +1096,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *core.Region)
 			opt.Info(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
 		}
 	}
-	built = true // core.Run unlocks the store when the job is over
+	built = true // runtime.Run unlocks the store when the job is over
 	return cp, nil
 }
 
@@ -1127,7 +1128,7 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 
 // buildElastic configures live channel changes: a controller policy, or a
 // seeded random schedule (tests, demonstrations).
-func (f *File) buildElastic(e *ElasticSpec, reg *core.Region, opt Options) error {
+func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) error {
 	if e == nil {
 		return nil
 	}
@@ -1193,6 +1194,6 @@ func (f *File) buildElastic(e *ElasticSpec, reg *core.Region, opt Options) error
 	if policy == "" {
 		policy = "levels"
 	}
-	reg.Elastic = &core.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun, Timeline: opt.ElasticLog}
+	reg.Elastic = &runtime.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun, Timeline: opt.ElasticLog}
 	return nil
 }

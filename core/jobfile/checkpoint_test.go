@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/snapshot"
 )
 
@@ -64,7 +65,7 @@ checkpoint: {dir: ck, interval: 1s}
 
 // Two runs of a job cannot use one checkpoint directory at once: the
 // second Build is refused (snapshot.ErrLocked's message at checkpoint.dir) until
-// the first run is over (core.Run unlocks the store).
+// the first run is over (runtime.Run unlocks the store).
 func TestCheckpointDirectoryLocked(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")
@@ -85,7 +86,7 @@ func TestCheckpointDirectoryLocked(t *testing.T) {
 		len(warnings) != 1 || !strings.Contains(warnings[0], "in use by a running job") {
 		t.Fatalf("validate while a run holds the directory: %v, warnings %q", err, warnings)
 	}
-	if _, err := core.Run(context.Background(), first); err != nil {
+	if _, err := runtime.Run(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
 	again, err := f.Build(Options{})
@@ -186,7 +187,7 @@ func TestRestoreSkipsDamagedOutput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	build := func() (*core.Job, []string, error) {
+	build := func() (*runtime.Job, []string, error) {
 		var warnings []string
 		j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
 		if err == nil {
@@ -212,7 +213,7 @@ func TestRestoreSkipsDamagedOutput(t *testing.T) {
 }
 
 // A job whose sink changed since its checkpoints is refused as not fitting
-// them (core.ErrCheckpointMismatch) — with --restore latest too, where the
+// them (runtime.ErrCheckpointMismatch) — with --restore latest too, where the
 // missing output of the new sink path would otherwise look like damage —
 // and a refused --restore DIR creates no checkpoint directory.
 func TestRestoreRefusesChangedSink(t *testing.T) {
@@ -238,12 +239,12 @@ func TestRestoreRefusesChangedSink(t *testing.T) {
 	}
 	moved := job("moved.yaml", "elsewhere.csv", "ck")
 	_, err := moved.Build(Options{Restore: "latest"})
-	if !errors.Is(err, core.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "elsewhere.csv") {
+	if !errors.Is(err, runtime.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "elsewhere.csv") {
 		t.Fatalf("--restore latest into another sink path: %v", err)
 	}
 	fresh := job("fresh.yaml", "elsewhere.csv", "ck2")
 	_, err = fresh.Build(Options{Restore: filepath.Join(dir, "ck", snapshot.Name(1))})
-	if !errors.Is(err, core.ErrCheckpointMismatch) {
+	if !errors.Is(err, runtime.ErrCheckpointMismatch) {
 		t.Fatalf("--restore DIR into another sink path: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ck2")); !os.IsNotExist(err) {

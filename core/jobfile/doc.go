@@ -1,4 +1,4 @@
-// Package jobfile reads a job.yaml into a runnable core.Job.
+// Package jobfile reads a job.yaml into a runnable runtime.Job.
 //
 // The file is decoded strictly: an unknown key, a value of the wrong type, a
 // missing required key or a reference to a field that does not exist is an

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // BenchmarkGenerator: one op = one event generated through Next (batches
@@ -42,7 +43,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkQuery runs each query through core.Run, closed loop (the
+// BenchmarkQuery runs each query through runtime.Run, closed loop (the
 // generator flat out, inside the measured process), over b.N events
 // (at least 64 batches); regional queries with 1 channel. One op = one
 // event; events/s is b.N over the run's wall time.
@@ -62,7 +63,7 @@ func BenchmarkQuery(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			start, cpu := time.Now(), cpuTime()
-			if _, err := core.Run(context.Background(), job); err != nil {
+			if _, err := runtime.Run(context.Background(), job); err != nil {
 				b.Fatal(err)
 			}
 			el, used := time.Since(start), cpuTime()-cpu

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/perf"
 )
 
@@ -76,7 +77,7 @@ func runQuery(t *testing.T, q Query, cfg Config, channels int) []string {
 		t.Fatal(err)
 	}
 	job.RingSize = 8
-	rep, err := core.Run(context.Background(), job)
+	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
 		t.Fatalf("%s: %v", q.Name, err)
 	}
@@ -410,7 +411,7 @@ func TestKeyedQueriesRescaled(t *testing.T) {
 		job.RingSize = 8
 		job.Region.MaxChannels = 4
 		job.Region.Schedule = func(batch int64) int { return 1 + int(batch*7%4) }
-		rep, err := core.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +435,7 @@ func TestWorkloadsRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := core.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatalf("%s: %v", q.Name, err)
 		}

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/core/window"
 )
 
@@ -100,7 +101,7 @@ func genRecords(n, keys int, seed uint64) []rec {
 	return rs
 }
 
-func windowJob(recs []rec, channels int, sink core.Sink) (*core.Job, error) {
+func windowJob(recs []rec, channels int, sink core.Sink) (*runtime.Job, error) {
 	def, err := window.New(window.Spec{
 		Name: "per-minute", Key: []string{"k"}, Size: 60e9,
 		Aggs: []window.Agg{
@@ -113,11 +114,11 @@ func windowJob(recs []rec, channels int, sink core.Sink) (*core.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &core.Job{
+	return &runtime.Job{
 		Name:      "test",
 		Source:    &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(7, 7))},
-		EventTime: core.EventTime{Field: "ts"},
-		Region:    &core.Region{Channels: channels, Key: []string{"k"}, Ops: []core.OperatorDef{def}},
+		EventTime: runtime.EventTime{Field: "ts"},
+		Region:    &runtime.Region{Channels: channels, Key: []string{"k"}, Ops: []core.OperatorDef{def}},
 		Sink:      sink,
 	}, nil
 }
@@ -170,7 +171,7 @@ func TestWindowJobIndependentOfChannels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := core.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatalf("%d channels: %v", n, err)
 		}
@@ -230,12 +231,12 @@ func TestStatelessRegionKeepsOrder(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		for _, n := range []int{1, 3, 8} {
 			sink := &memSink{}
-			reg := &core.Region{Channels: n, Ops: []core.OperatorDef{def}}
+			reg := &runtime.Region{Channels: n, Ops: []core.OperatorDef{def}}
 			if keyed {
 				reg.Key = []string{"k"}
 			}
-			job := &core.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(1, 2))}, Region: reg, Sink: sink, RingSize: 4}
-			if _, err := core.Run(context.Background(), job); err != nil {
+			job := &runtime.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(1, 2))}, Region: reg, Sink: sink, RingSize: 4}
+			if _, err := runtime.Run(context.Background(), job); err != nil {
 				t.Fatal(err)
 			}
 			got := make([]string, len(sink.lines))
@@ -263,7 +264,7 @@ func TestSourceErrorStopsJob(t *testing.T) {
 			job.Region = nil
 		}
 		job.Source.(*sliceSource).fail = boom
-		_, err = core.Run(context.Background(), job)
+		_, err = runtime.Run(context.Background(), job)
 		if !errors.Is(err, boom) {
 			t.Fatalf("channels %d: err = %v, want %v", n, err, boom)
 		}
@@ -291,9 +292,9 @@ func TestOperatorErrorStopsJob(t *testing.T) {
 		return &failAfter{n: 3 + env.Channel}, nil
 	}}
 	sink := &memSink{}
-	job := &core.Job{Source: &sliceSource{recs: genRecords(100000, 50, 3), rnd: rand.New(rand.NewPCG(1, 2))},
-		Region: &core.Region{Channels: 4, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2}
-	_, err := core.Run(context.Background(), job)
+	job := &runtime.Job{Source: &sliceSource{recs: genRecords(100000, 50, 3), rnd: rand.New(rand.NewPCG(1, 2))},
+		Region: &runtime.Region{Channels: 4, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2}
+	_, err := runtime.Run(context.Background(), job)
 	if err == nil || !strings.Contains(err.Error(), "operator exploded") {
 		t.Fatalf("err = %v", err)
 	}
@@ -307,8 +308,8 @@ func TestInterrupt(t *testing.T) {
 	cancel()
 	sink := &memSink{}
 	job, _ := windowJob(genRecords(1000, 3, 1), 2, sink)
-	rep, err := core.Run(ctx, job)
-	if !errors.Is(err, core.ErrInterrupted) || !rep.Interrupted || !sink.aborted {
+	rep, err := runtime.Run(ctx, job)
+	if !errors.Is(err, runtime.ErrInterrupted) || !rep.Interrupted || !sink.aborted {
 		t.Fatalf("err=%v interrupted=%v aborted=%v", err, rep.Interrupted, sink.aborted)
 	}
 }
@@ -329,11 +330,11 @@ func (panicky) Process(*core.Batch, *core.Emitter) error { panic("bad operator")
 // A panic in a channel becomes the job's error; every stage stops.
 func TestPanicStopsJob(t *testing.T) {
 	def := core.OperatorDef{Name: "panicky", Out: testSchema, New: func(core.Env) (core.Operator, error) { return panicky{}, nil }}
-	for _, placer := range []core.Placer{nil, core.NewCorePlacer(2, nil)} {
+	for _, placer := range []runtime.Placer{nil, runtime.NewCorePlacer(2, nil)} {
 		sink := &memSink{}
-		job := &core.Job{Source: &sliceSource{recs: genRecords(50000, 20, 3), rnd: rand.New(rand.NewPCG(1, 2))},
-			Region: &core.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2, Placer: placer}
-		_, err := core.Run(context.Background(), job)
+		job := &runtime.Job{Source: &sliceSource{recs: genRecords(50000, 20, 3), rnd: rand.New(rand.NewPCG(1, 2))},
+			Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2, Placer: placer}
+		_, err := runtime.Run(context.Background(), job)
 		if err == nil || !strings.Contains(err.Error(), "panicked: bad operator") || !sink.aborted {
 			t.Fatalf("err = %v, aborted %v", err, sink.aborted)
 		}
@@ -357,9 +358,9 @@ func TestStampsAndLiveView(t *testing.T) {
 			bad++
 		}
 	}
-	var live core.Live
-	job.OnStart = func(l core.Live) { live = l }
-	rep, err := core.Run(context.Background(), job)
+	var live runtime.Live
+	job.OnStart = func(l runtime.Live) { live = l }
+	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/core/window"
 	"streamd/snapshot"
 )
@@ -112,11 +113,11 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 				job.Region.MaxChannels = 6
 				job.Region.Schedule = randomSchedule(seed+uint64(attempt), 6)
 			}
-			job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(5), Restore: restore}
+			job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(5), Restore: restore}
 			if attempt < 4 {
 				job.Source = &crashAfter{Source: job.Source, n: 5 + rnd.IntN(40)}
 			}
-			_, err = core.Run(context.Background(), job)
+			_, err = runtime.Run(context.Background(), job)
 			if err == nil {
 				break
 			}
@@ -174,8 +175,8 @@ func TestCheckpointsWithSlowSink(t *testing.T) {
 			t.Fatal(err)
 		}
 		store, _ := snapshot.Open(t.TempDir(), 2, nil)
-		job.Checkpoint = &core.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: timeout}
-		rep, err := core.Run(context.Background(), job)
+		job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: timeout}
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,9 +253,9 @@ func TestAlignmentMemoryBounded(t *testing.T) {
 		return slowChannel{slow: env.Channel == 0}, nil
 	}}
 	store, _ := snapshot.Open(t.TempDir(), 2, nil)
-	job := &core.Job{Name: "align", Source: src, Region: &core.Region{Channels: channels, Key: []string{"k"}, Ops: []core.OperatorDef{def}},
-		Sink: sink, RingSize: ringSize, Checkpoint: &core.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: time.Minute}}
-	rep, err := core.Run(context.Background(), job)
+	job := &runtime.Job{Name: "align", Source: src, Region: &runtime.Region{Channels: channels, Key: []string{"k"}, Ops: []core.OperatorDef{def}},
+		Sink: sink, RingSize: ringSize, Checkpoint: &runtime.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: time.Minute}}
+	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +289,9 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 2, Source: "generator A", Sink: "csv X"}
+		job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 2, Source: "generator A", Sink: "csv X"}
 		job.Source = &crashAfter{Source: job.Source, n: n}
-		if _, err := core.Run(context.Background(), job); !errors.Is(err, errCrash) {
+		if _, err := runtime.Run(context.Background(), job); !errors.Is(err, errCrash) {
 			t.Fatalf("first run, crash after %d batches: %v", n, err)
 		}
 		if ck, _, err = store.Latest(); err != nil && !errors.Is(err, snapshot.ErrNoCheckpoint) {
@@ -308,28 +309,28 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 	filter := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
 	for _, c := range []struct {
 		name   string
-		change func(*core.Job)
+		change func(*runtime.Job)
 		want   string
 	}{
-		{"other window", func(j *core.Job) { j.Region.Ops = []core.OperatorDef{other} }, "region.ops[0] (per-minute) was"},
-		{"operator in front", func(j *core.Job) { j.Region.Ops = append([]core.OperatorDef{filter}, j.Region.Ops...) }, "holds 1 region operators"},
-		{"key groups", func(j *core.Job) { j.Region.Groups = 1024 }, "key groups"},
-		{"source", func(j *core.Job) { j.Checkpoint.Source = "generator B" }, "the source was generator A, is now generator B"},
-		{"sink", func(j *core.Job) { j.Checkpoint.Sink = "jsonl X" }, "the sink was csv X"},
-		{"same job", func(*core.Job) {}, ""}, // last: it completes and clears the store
+		{"other window", func(j *runtime.Job) { j.Region.Ops = []core.OperatorDef{other} }, "region.ops[0] (per-minute) was"},
+		{"operator in front", func(j *runtime.Job) { j.Region.Ops = append([]core.OperatorDef{filter}, j.Region.Ops...) }, "holds 1 region operators"},
+		{"key groups", func(j *runtime.Job) { j.Region.Groups = 1024 }, "key groups"},
+		{"source", func(j *runtime.Job) { j.Checkpoint.Source = "generator B" }, "the source was generator A, is now generator B"},
+		{"sink", func(j *runtime.Job) { j.Checkpoint.Sink = "jsonl X" }, "the sink was csv X"},
+		{"same job", func(*runtime.Job) {}, ""}, // last: it completes and clears the store
 	} {
 		sink := &epochMem{}
 		job, err := windowJob(recs, 3, sink)
 		if err != nil {
 			t.Fatal(err)
 		}
-		job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1000, Restore: ck, Source: "generator A", Sink: "csv X"}
+		job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 1000, Restore: ck, Source: "generator A", Sink: "csv X"}
 		c.change(job)
-		_, err = core.Run(context.Background(), job)
+		_, err = runtime.Run(context.Background(), job)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (!errors.Is(err, core.ErrCheckpointMismatch) || !strings.Contains(err.Error(), c.want)):
+		case c.want != "" && (!errors.Is(err, runtime.ErrCheckpointMismatch) || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want ErrCheckpointMismatch naming %q", c.name, err, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/core/sink"
 	"streamd/core/window"
 )
@@ -74,11 +75,11 @@ func BenchmarkKeyedRegion(b *testing.B) {
 				b.Fatal(err)
 			}
 			out := &sink.Discard{}
-			job := &core.Job{Source: &loopSource{tmpl: tmpl, n: b.N, span: span}, EventTime: core.EventTime{Field: "ts"},
-				Region: &core.Region{Channels: n, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: out}
+			job := &runtime.Job{Source: &loopSource{tmpl: tmpl, n: b.N, span: span}, EventTime: runtime.EventTime{Field: "ts"},
+				Region: &runtime.Region{Channels: n, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: out}
 			b.ReportAllocs()
 			b.ResetTimer()
-			if _, err := core.Run(context.Background(), job); err != nil {
+			if _, err := runtime.Run(context.Background(), job); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*core.BatchSize), "ns/record")

@@ -1,12 +1,10 @@
-package core
+package runtime
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
-
+	"streamd/core"
 	"streamd/kvstate"
 	"streamd/ring"
 )
@@ -21,13 +19,13 @@ const pulseEvery = 4
 // for a stateless region, whole batches round-robin. It is the last step
 // of the source stage and runs on its goroutine.
 type splitter struct {
-	rings  []*ring.SPSC[*Batch]
+	rings  []*ring.SPSC[*core.Batch]
 	keyIdx []int
-	keyTyp []Type
+	keyTyp []core.Type
 	table  *kvstate.Table
 	groups int
 	seq    uint64
-	parts  []*Batch
+	parts  []*core.Batch
 	idle   []int
 	rr     int
 	// blocked counts, per channel, the ns the splitter spent blocked on a
@@ -41,9 +39,9 @@ type splitter struct {
 	lastWM int64
 }
 
-func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region, maxChannels int) (*splitter, error) {
-	s := &splitter{rings: rings, parts: make([]*Batch, len(rings)), idle: make([]int, len(rings)),
-		blocked: make([]atomic.Int64, maxChannels), pushed: make([]uint64, maxChannels), groups: r.Groups, lastWM: NoTime}
+func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, maxChannels int) (*splitter, error) {
+	s := &splitter{rings: rings, parts: make([]*core.Batch, len(rings)), idle: make([]int, len(rings)),
+		blocked: make([]atomic.Int64, maxChannels), pushed: make([]uint64, maxChannels), groups: r.Groups, lastWM: core.NoTime}
 	for _, k := range r.Key {
 		i, err := in.Lookup(k)
 		if err != nil {
@@ -58,29 +56,7 @@ func newSplitter(rings []*ring.SPSC[*Batch], in *Schema, r *Region, maxChannels 
 	return s, nil
 }
 
-// HashKey hashes a record's key fields with xxhash (DESIGN.md, hot-path rule
-// 4: hashed once, at the splitter; the hash travels with the record).
-func HashKey(row []Value, idx []int, types []Type) uint64 {
-	if len(idx) == 1 {
-		return hashValue(types[0], row[idx[0]])
-	}
-	var h uint64
-	for j, i := range idx {
-		h = (h ^ hashValue(types[j], row[i])) * 0x9e3779b97f4a7c15
-	}
-	return h ^ h>>29
-}
-
-func hashValue(t Type, v Value) uint64 {
-	if t == String {
-		return xxhash.Sum64String(v.s)
-	}
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v.n)
-	return xxhash.Sum64(b[:])
-}
-
-func (s *splitter) push(c int, b *Batch) error {
+func (s *splitter) push(c int, b *core.Batch) error {
 	ns, err := s.rings[c].Push(b)
 	if ns > 0 {
 		s.blocked[c].Add(ns)
@@ -95,8 +71,8 @@ func (s *splitter) push(c int, b *Batch) error {
 }
 
 // route takes ownership of b.
-func (s *splitter) route(b *Batch) error {
-	if b.Kind != Data {
+func (s *splitter) route(b *core.Batch) error {
+	if b.Kind != core.Data {
 		return s.broadcast(b)
 	}
 	for i := 0; i < b.Len; i++ {
@@ -106,7 +82,7 @@ func (s *splitter) route(b *Batch) error {
 	keyed := s.table != nil
 	if keyed {
 		for i := 0; i < b.Len; i++ {
-			b.Hash[i] = HashKey(b.Row(i), s.keyIdx, s.keyTyp)
+			b.Hash[i] = core.HashKey(b.Row(i), s.keyIdx, s.keyTyp)
 		}
 	}
 	n := len(s.rings)
@@ -129,7 +105,7 @@ func (s *splitter) route(b *Batch) error {
 			c := s.table.Owner(kvstate.KeyGroup(b.Hash[i], s.groups))
 			p := s.parts[c]
 			if p == nil {
-				p = NewBatch(b.Schema)
+				p = core.NewBatch(b.Schema)
 				p.Stamp = b.Stamp
 				s.parts[c] = p
 			}
@@ -149,7 +125,7 @@ func (s *splitter) route(b *Batch) error {
 	}
 	for c, idle := range s.idle {
 		if idle >= pulseEvery {
-			m := NewMarker(Pulse)
+			m := core.NewMarker(core.Pulse)
 			m.MarkSeq = s.seq
 			if err := s.push(c, m); err != nil {
 				return err
@@ -161,23 +137,23 @@ func (s *splitter) route(b *Batch) error {
 
 // broadcast sends a copy of marker b, with the next sequence number, to
 // every channel, and closes the rings after End.
-func (s *splitter) broadcast(b *Batch) error {
+func (s *splitter) broadcast(b *core.Batch) error {
 	s.seq++
-	if b.Kind == Watermark {
+	if b.Kind == core.Watermark {
 		s.lastWM = b.Watermark
 	}
-	if b.ckpt != nil {
-		b.ckpt.table, b.ckpt.channels = s.table, len(s.rings)
+	if bi := barrierOf(b); bi != nil {
+		bi.table, bi.channels = s.table, len(s.rings)
 	}
 	for c := range s.rings {
-		m := NewMarker(b.Kind)
-		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp, m.ckpt = b.Watermark, b.Epoch, s.seq, b.Stamp, b.ckpt
+		m := core.NewMarker(b.Kind)
+		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp, m.Control = b.Watermark, b.Epoch, s.seq, b.Stamp, b.Control
 		if err := s.push(c, m); err != nil {
 			b.Release()
 			return err
 		}
 	}
-	end := b.Kind == End
+	end := b.Kind == core.End
 	b.Release()
 	if end {
 		for _, r := range s.rings {

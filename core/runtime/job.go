@@ -1,8 +1,10 @@
-package core
+package runtime
 
 import (
 	"fmt"
 	"log/slog"
+
+	"streamd/core"
 )
 
 // Job is a runnable job graph: a source, operators before the parallel
@@ -10,14 +12,14 @@ import (
 // bound to the schema its predecessor produces (the job loader does that).
 type Job struct {
 	Name      string
-	Source    Source
+	Source    core.Source
 	EventTime EventTime
-	Pre       []OperatorDef
+	Pre       []core.OperatorDef
 	// Region is the parallel region; nil runs the whole job on one stage.
 	Region *Region
-	Post   []OperatorDef
-	Sink   Sink
-	Errors *ErrorPolicy
+	Post   []core.OperatorDef
+	Sink   core.Sink
+	Errors *core.ErrorPolicy
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
@@ -32,7 +34,7 @@ type Job struct {
 	// OnSink, if set, sees every data batch on the sink's goroutine just
 	// before the sink writes it (latency measurement: Batch.Stamp). It
 	// borrows the batch.
-	OnSink func(*Batch)
+	OnSink func(*core.Batch)
 }
 
 // EventTime says where records' event time comes from and how watermarks
@@ -60,7 +62,7 @@ type Region struct {
 	Groups int
 	// Unordered lets the merger emit channels' outputs in arrival order.
 	Unordered bool
-	Ops       []OperatorDef
+	Ops       []core.OperatorDef
 	// MaxChannels bounds live channel changes (default Channels).
 	MaxChannels int
 	// Elastic, if set, lets a controller change the channel count while the

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"

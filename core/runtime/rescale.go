@@ -1,4 +1,4 @@
-package core
+package runtime
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"streamd/core"
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
@@ -45,7 +46,7 @@ type reconf struct {
 	mail   []chan handoff
 	expect []int
 	// outs are the merger's inputs after the change.
-	outs []*ring.SPSC[*Batch]
+	outs []*ring.SPSC[*core.Batch]
 	// synced is when the markers went out (Unix ns): a channel added by
 	// the change has nothing to do before, so its pause counts from here.
 	synced atomic.Int64
@@ -124,8 +125,8 @@ func (r *run) rescale(n int) error {
 	for c := range rc.mail {
 		rc.mail[c] = make(chan handoff, from)
 	}
-	rings := append([]*ring.SPSC[*Batch](nil), sp.rings[:min(from, n)]...)
-	rc.outs = append([]*ring.SPSC[*Batch](nil), r.mergerOuts[:min(from, n)]...)
+	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
+	rc.outs = append([]*ring.SPSC[*core.Batch](nil), r.mergerOuts[:min(from, n)]...)
 	for c := from; c < n; c++ {
 		in, err := r.newRing()
 		if err != nil {
@@ -150,7 +151,7 @@ func (r *run) rescale(n int) error {
 	// up to here, so that no channel stays blocked on a full output ring.
 	t0 := time.Now()
 	for c := range sp.rings {
-		m := NewMarker(Pulse)
+		m := core.NewMarker(core.Pulse)
 		m.MarkSeq = sp.seq
 		if err := sp.push(c, m); err != nil {
 			return err
@@ -164,8 +165,8 @@ func (r *run) rescale(n int) error {
 	// has processed everything routed to it before.
 	rc.synced.Store(time.Now().UnixNano())
 	for c := 0; c < from; c++ {
-		m := NewMarker(Reconfig)
-		m.MarkSeq, m.reconf = rc.seq, rc
+		m := core.NewMarker(core.Reconfig)
+		m.MarkSeq, m.Control = rc.seq, rc
 		if err := sp.push(c, m); err != nil {
 			return err
 		}
@@ -175,7 +176,7 @@ func (r *run) rescale(n int) error {
 		sp.rings[c].Close()
 	}
 	sp.rings, sp.table = rings, table
-	sp.parts = make([]*Batch, n)
+	sp.parts = make([]*core.Batch, n)
 	sp.idle = make([]int, n)
 	sp.rr %= n
 	r.mergerOuts = rc.outs
@@ -227,7 +228,7 @@ func (r *run) migrate(c int, rc *reconf, insts []instance) error {
 		for _, l := range rc.lose[c] {
 			h := handoff{groups: l.groups, state: make([]any, len(insts))}
 			for i, in := range insts {
-				if mg, ok := in.op.(Migrator); ok {
+				if mg, ok := in.op.(core.Migrator); ok {
 					h.state[i] = mg.ReleaseGroups(l.groups)
 				}
 			}
@@ -265,7 +266,7 @@ func (r *run) adopt(c int, rc *reconf, insts []instance) error {
 			return err
 		}
 		for i, in := range insts {
-			if mg, ok := in.op.(Migrator); ok {
+			if mg, ok := in.op.(core.Migrator); ok {
 				mg.AdoptGroups(h.groups, h.state[i])
 			}
 		}
@@ -440,4 +441,11 @@ func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
 	// window's output is much smaller than its input and bursty).
 	c.counters.Departed = processed
 	return c.counters
+}
+
+// reconfOf is the reconfiguration a Reconfig marker carries (nil for any
+// other batch).
+func reconfOf(b *core.Batch) *reconf {
+	rc, _ := b.Control.(*reconf)
+	return rc
 }

@@ -1,4 +1,4 @@
-package core
+package runtime
 
 import (
 	"context"

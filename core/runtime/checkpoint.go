@@ -1,4 +1,4 @@
-package core
+package runtime
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"streamd/core"
 	"streamd/kvstate"
 	"streamd/snapshot"
 )
@@ -46,57 +47,16 @@ type Checkpointing struct {
 	Restore *snapshot.Checkpoint
 }
 
-// EpochSink is a sink whose output is exactly-once across crashes: output
-// is kept per checkpoint epoch and only committed output survives a
-// restore. All calls come from the sink's goroutine.
-type EpochSink interface {
-	Sink
-	// OpenEpochs replaces Open when the job checkpoints: restored is the
-	// epoch of the checkpoint the job resumes from (0: a fresh start); the
-	// sink keeps committed output of epochs ≤ restored and discards the
-	// rest.
-	OpenEpochs(s *Schema, restored uint64) error
-	// Barrier says every record written so far belongs to epoch ≤ epoch.
-	Barrier(epoch uint64) error
-	// Commit says checkpoint epoch is complete: output of epochs ≤ epoch
-	// must survive any later crash.
-	Commit(epoch uint64) error
-}
-
-// OutputManifest is implemented by EpochSinks that can describe their
-// durable output, so that a restore can check it was not changed since.
-type OutputManifest interface {
-	// Manifest describes every part made durable by Barrier calls so far
-	// (opaque to the runtime; nil: nothing to record). It is called on the
-	// sink's goroutine right after Barrier, and the checkpoint of that
-	// barrier stores it as its file OutputManifestFile. The caller does not
-	// change the slice; the sink must not either.
-	Manifest() []byte
-	// VerifyOutput checks, before OpenEpochs(restored), that the output a
-	// restore from checkpoint restored keeps is exactly what manifest (that
-	// checkpoint's) describes. It changes nothing; a damaged output is an
-	// error wrapping ErrOutputDamaged that names the part.
-	VerifyOutput(manifest []byte, restored uint64) error
-}
-
-// OutputManifestFile is the checkpoint file holding the sink's manifest.
-const OutputManifestFile = "sink-output"
-
-// ErrOutputDamaged: output committed by the checkpoint to restore was
-// deleted, truncated or changed since; resuming from it would not give
-// the uncrashed output.
-var ErrOutputDamaged = errors.New("committed output damaged")
-
 // VerifyOutput checks the sink's committed output against checkpoint ck's
 // manifest (OutputManifest). A checkpoint without one, or a sink that keeps
 // none, passes.
-func VerifyOutput(s Sink, ck *snapshot.Checkpoint) error {
-	om, ok := s.(OutputManifest)
+func VerifyOutput(s core.Sink, ck *snapshot.Checkpoint) error {
+	om, ok := s.(core.OutputManifest)
 	if !ok {
 		return nil
 	}
 	for _, f := range ck.Meta.Files {
-		if f.Name == OutputManifestFile {
+		if f.Name == core.OutputManifestFile {
 			m, err := ck.ReadFile(f.Name)
 			if err != nil {
 				return err
@@ -133,7 +93,7 @@ type ckptAck struct {
 // checkpointer coordinates checkpoints: one in flight at a time.
 type checkpointer struct {
 	cfg       Checkpointing
-	ops       []OperatorDef // region operators, for file names
+	ops       []core.OperatorDef // region operators, for file names
 	keyGroups int
 	epoch     uint64 // last barrier injected (source stage only)
 	batches   int
@@ -154,7 +114,7 @@ type checkpointer struct {
 	stalls    []time.Duration // copy-on-write stalls (GroupSnapshot.ObserveStalls)
 }
 
-func newCheckpointer(cfg Checkpointing, ops []OperatorDef, groups int) *checkpointer {
+func newCheckpointer(cfg Checkpointing, ops []core.OperatorDef, groups int) *checkpointer {
 	c := &checkpointer{cfg: cfg, ops: ops, keyGroups: groups, acks: make(chan ckptAck, 1024), done: make(chan struct{})}
 	c.last.Store(time.Now().UnixNano())
 	if cfg.Restore != nil {
@@ -290,7 +250,7 @@ var ErrCheckpointMismatch = errors.New("the checkpoint does not fit this job")
 // wrapping ErrCheckpointMismatch that names what differs. Run checks it
 // too; callers choosing a checkpoint check first.
 func CheckRestore(meta *snapshot.Metadata, cfg *Checkpointing, reg *Region) error {
-	var ops []OperatorDef
+	var ops []core.OperatorDef
 	groups := 0
 	if reg != nil {
 		ops, groups = reg.Ops, reg.Groups
@@ -303,7 +263,7 @@ func CheckRestore(meta *snapshot.Metadata, cfg *Checkpointing, reg *Region) erro
 // groups (0: no keyed region): the same source and sink (as far as both
 // describe them), the same operators, in the same places, with the same
 // State, and the same key group count.
-func checkRestore(meta *snapshot.Metadata, cfg *Checkpointing, ops []OperatorDef, groups int) error {
+func checkRestore(meta *snapshot.Metadata, cfg *Checkpointing, ops []core.OperatorDef, groups int) error {
 	id := snapshot.Name(meta.ID)
 	for _, io := range []struct{ what, was, is string }{
 		{"source", meta.Extra["source"], cfg.Source}, {"sink", meta.Extra["sink"], cfg.Sink}} {
@@ -334,7 +294,7 @@ func stateFile(i, c int) string { return fmt.Sprintf("op%03d-ch%04d", i, c) }
 func restoreChannel(ck *snapshot.Checkpoint, insts []instance, table *kvstate.Table, c int) error {
 	owns := func(g int) bool { return table == nil || table.Owner(g) == c }
 	for i, in := range insts {
-		sn, ok := in.op.(Snapshotter)
+		sn, ok := in.op.(core.Snapshotter)
 		if !ok {
 			continue
 		}
@@ -368,9 +328,9 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 	if info.table != nil {
 		groups = info.table.Owned(c)
 	}
-	cow := map[string]*GroupSnapshot{}
+	cow := map[string]*core.GroupSnapshot{}
 	for i, in := range insts {
-		if as, ok := in.op.(AsyncSnapshotter); ok {
+		if as, ok := in.op.(core.AsyncSnapshotter); ok {
 			gs := as.BeginSnapshot(groups)
 			if stall != nil {
 				gs.ObserveStalls(stall)
@@ -378,7 +338,7 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 			cow[stateFile(i, c)] = gs
 			continue
 		}
-		sn, ok := in.op.(Snapshotter)
+		sn, ok := in.op.(core.Snapshotter)
 		if !ok {
 			continue
 		}
@@ -417,15 +377,15 @@ func (c *checkpointer) record(ds *[]time.Duration, d time.Duration) {
 // sinkCheckpoint runs on the sink's goroutine for every batch: it commits
 // epochs the coordinator completed, and at a barrier tells the sink and
 // acknowledges.
-func (r *run) sinkCheckpoint(b *Batch) error {
-	es, _ := r.job.Sink.(EpochSink)
+func (r *run) sinkCheckpoint(b *core.Batch) error {
+	es, _ := r.job.Sink.(core.EpochSink)
 	if c := r.ck.committed.Load(); c > r.sinkEpoch && es != nil {
 		if err := es.Commit(c); err != nil {
 			return err
 		}
 		r.sinkEpoch = c
 	}
-	if b.Kind != Barrier || b.ckpt == nil {
+	if b.Kind != core.Barrier || barrierOf(b) == nil {
 		return nil
 	}
 	// Every dead letter of a record before the barrier — the source
@@ -434,12 +394,12 @@ func (r *run) sinkCheckpoint(b *Batch) error {
 	// skips those records without handling them again (ErrorPolicy.Mute).
 	err := r.job.Errors.Sync()
 	if err == nil && es != nil {
-		err = es.Barrier(b.ckpt.epoch)
+		err = es.Barrier(barrierOf(b).epoch)
 	}
-	ack := ckptAck{info: b.ckpt, channel: -1, err: err}
-	if om, ok := es.(OutputManifest); ok && err == nil {
+	ack := ckptAck{info: barrierOf(b), channel: -1, err: err}
+	if om, ok := es.(core.OutputManifest); ok && err == nil {
 		if m := om.Manifest(); m != nil {
-			ack.files = map[string][][]byte{OutputManifestFile: {m}}
+			ack.files = map[string][][]byte{core.OutputManifestFile: {m}}
 		}
 	}
 	r.ck.acks <- ack
@@ -454,4 +414,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[min(len(s)-1, int(p/100*float64(len(s))))]
+}
+
+// barrierOf is the checkpoint a Barrier marker carries (nil for any other
+// batch, and for a barrier injected without the coordinator, in tests).
+func barrierOf(b *core.Batch) *barrierInfo {
+	bi, _ := b.Control.(*barrierInfo)
+	return bi
 }

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/core/window"
 )
 
@@ -64,12 +65,12 @@ func TestWindowsOutOfOrderAndRescaled(t *testing.T) {
 			t.Fatal(err)
 		}
 		sink := &memSink{}
-		job := &core.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(seed, 3))},
-			EventTime: core.EventTime{Field: "ts", MaxOutOfOrder: jitter},
-			Region: &core.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def},
+		job := &runtime.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(seed, 3))},
+			EventTime: runtime.EventTime{Field: "ts", MaxOutOfOrder: jitter},
+			Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def},
 				MaxChannels: 5, Schedule: randomSchedule(seed, 5)},
 			Sink: sink, RingSize: 4}
-		rep, err := core.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,10 @@
-package core
+package runtime
 
-import "time"
+import (
+	"time"
+
+	"streamd/core"
+)
 
 // Report is what a finished (or stopped) job says about itself.
 type Report struct {
@@ -91,7 +95,7 @@ func (r *run) report(wall time.Duration) *Report {
 	rep := &Report{Job: r.job.Name, Wall: wall, RecordsIn: r.recordsIn.Load(), RecordsOut: r.recOut.Load(),
 		Skipped: r.job.Errors.Skipped.Load(), DeadLetters: r.job.Errors.DeadLettered.Load() + r.job.Errors.LateDeadLettered.Load(),
 		Late: r.job.Errors.Late.Load()}
-	add := func(stage string, defs []OperatorDef, cs []*Counters) {
+	add := func(stage string, defs []core.OperatorDef, cs []*core.Counters) {
 		for i, d := range defs {
 			or := OperatorReport{Name: d.Name, Stage: stage, In: cs[i].In.Load(), Out: cs[i].Out.Load()}
 			if d.Stats != nil {

@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 )
 
 // randomSchedule changes the channel count to a random 1..max every few
@@ -38,7 +39,7 @@ func TestRescaleKeepsOutput(t *testing.T) {
 		job.Region.MaxChannels = 8
 		job.Region.Schedule = randomSchedule(seed, 8)
 		job.RingSize = 8
-		rep, err := core.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -76,9 +77,9 @@ func TestRescaleStateless(t *testing.T) {
 	def := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
 	for seed := uint64(1); seed <= 5; seed++ {
 		sink := &memSink{}
-		job := &core.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(seed, 2))},
-			Region: &core.Region{Channels: 2, MaxChannels: 6, Schedule: randomSchedule(seed, 6), Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 4}
-		if _, err := core.Run(context.Background(), job); err != nil {
+		job := &runtime.Job{Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(seed, 2))},
+			Region: &runtime.Region{Channels: 2, MaxChannels: 6, Schedule: randomSchedule(seed, 6), Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 4}
+		if _, err := runtime.Run(context.Background(), job); err != nil {
 			t.Fatal(err)
 		}
 		got := make([]string, len(sink.lines))

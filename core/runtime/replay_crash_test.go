@@ -1,4 +1,4 @@
-package core_test
+package runtime_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/internal/deadletter"
+	"streamd/core/runtime"
 	"streamd/core/source"
 	"streamd/snapshot"
 )
@@ -79,7 +81,7 @@ func TestCrashRestoreDeadLetters(t *testing.T) {
 					t.Fatal(err)
 				}
 				job.Source, job.Errors, job.RingSize = src, errs, 4
-				job.Checkpoint = &core.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(3), Restore: restore}
+				job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(3), Restore: restore}
 				if attempt < 3 {
 					skipped := 0 // batches read again to skip to the position
 					if restore != nil {
@@ -87,7 +89,7 @@ func TestCrashRestoreDeadLetters(t *testing.T) {
 					}
 					job.Source = &crashAfter{Source: src, n: skipped + 5 + rnd.IntN(25)}
 				}
-				rep, err := core.Run(context.Background(), job)
+				rep, err := runtime.Run(context.Background(), job)
 				runs++
 				if restore != nil {
 					// This run handled the malformed lines after its
@@ -155,4 +157,15 @@ func TestCrashRestoreDeadLetters(t *testing.T) {
 			t.Logf("%s: %d runs, first restore at record %d; %d malformed lines before it, each dead-lettered once", name, runs, first, once)
 		}
 	}
+}
+
+// readLetters reads a dead-letter file's positions, failing the test on a
+// torn or malformed line.
+func readLetters(t *testing.T, path string) []int64 {
+	t.Helper()
+	pos, err := deadletter.Positions(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pos
 }

@@ -1,4 +1,4 @@
-package core
+package runtime
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"streamd/core"
 	"streamd/kvstate"
 	"streamd/order"
 	"streamd/ring"
@@ -44,8 +45,8 @@ type run struct {
 	splitter          *splitter
 	bell              *doorbell
 	chanStats         []ChannelStats // one per channel index up to maxChannels
-	regionOut         *Schema
-	regionCounters    []*Counters
+	regionOut         *core.Schema
+	regionCounters    []*core.Counters
 	recordsIn, recOut atomic.Int64
 	maxChannels       int
 	placer            Placer
@@ -55,8 +56,8 @@ type run struct {
 	// ringsMu guards rings, every ring ever created, so that a failing
 	// stage can cancel them all.
 	ringsMu sync.Mutex
-	rings   []*ring.SPSC[*Batch]
-	chanIn  []*ring.SPSC[*Batch] // channel c's input ring, by c (ringsMu; for Live.RingLen)
+	rings   []*ring.SPSC[*core.Batch]
+	chanIn  []*ring.SPSC[*core.Batch] // channel c's input ring, by c (ringsMu; for Live.RingLen)
 
 	// Checkpoints (checkpoint.go).
 	ck           *checkpointer
@@ -72,17 +73,17 @@ type run struct {
 	usedChans                 atomic.Int64 // highest channel count reached
 	curChans                  atomic.Int64 // the splitter's channel count now
 	start                     time.Time
-	preCounters, postCounters []*Counters
+	preCounters, postCounters []*core.Counters
 	// mergerOuts are the channels' output rings as of the splitter's
 	// current configuration (source stage only; the merger learns of
 	// changes in-band).
-	mergerOuts []*ring.SPSC[*Batch]
+	mergerOuts []*ring.SPSC[*core.Batch]
 }
 
 type instance struct {
-	def      OperatorDef
-	op       Operator
-	counters *Counters
+	def      core.OperatorDef
+	op       core.Operator
+	counters *core.Counters
 }
 
 // ChannelStats are one channel's counters, updated once per batch.
@@ -124,8 +125,8 @@ func (r *run) cancelRings() {
 }
 
 // newRing makes a ring and registers it.
-func (r *run) newRing() (*ring.SPSC[*Batch], error) {
-	rg, err := ring.New[*Batch](r.job.RingSize)
+func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
+	rg, err := ring.New[*core.Batch](r.job.RingSize)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +145,7 @@ func (r *run) firstErr() error {
 	return r.err
 }
 
-func instantiate(defs []OperatorDef, env Env, counters []*Counters) ([]instance, error) {
+func instantiate(defs []core.OperatorDef, env core.Env, counters []*core.Counters) ([]instance, error) {
 	out := make([]instance, len(defs))
 	for i, d := range defs {
 		op, err := d.New(env)
@@ -156,25 +157,25 @@ func instantiate(defs []OperatorDef, env Env, counters []*Counters) ([]instance,
 	return out, nil
 }
 
-func newCounters(n int) []*Counters {
-	cs := make([]*Counters, n)
+func newCounters(n int) []*core.Counters {
+	cs := make([]*core.Counters, n)
 	for i := range cs {
-		cs[i] = new(Counters)
+		cs[i] = new(core.Counters)
 	}
 	return cs
 }
 
-func chainOf(insts []instance, final func(*Batch) error) *Chain {
-	ops := make([]Operator, len(insts))
-	outs := make([]*Schema, len(insts))
-	cs := make([]*Counters, len(insts))
+func chainOf(insts []instance, final func(*core.Batch) error) *core.Chain {
+	ops := make([]core.Operator, len(insts))
+	outs := make([]*core.Schema, len(insts))
+	cs := make([]*core.Counters, len(insts))
 	for i, in := range insts {
 		ops[i], outs[i], cs[i] = in.op, in.def.Out, in.counters
 	}
-	return NewChain(ops, outs, cs, final)
+	return core.NewChain(ops, outs, cs, final)
 }
 
-func outSchema(in *Schema, defs []OperatorDef) *Schema {
+func outSchema(in *core.Schema, defs []core.OperatorDef) *core.Schema {
 	if len(defs) == 0 {
 		return in
 	}
@@ -193,7 +194,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		return nil, err
 	}
 	if job.Errors == nil {
-		job.Errors, _ = NewErrorPolicy(Fail, "")
+		job.Errors, _ = core.NewErrorPolicy(core.Fail, "")
 	}
 	if job.RingSize == 0 {
 		job.RingSize = DefaultRingSize
@@ -206,7 +207,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	defer r.cancel()
 	start := time.Now()
 
-	env := Env{Channel: 0, Channels: 1, Errors: job.Errors}
+	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	preCounters, postCounters := newCounters(len(job.Pre)), newCounters(len(job.Post))
 	var err error
 	if r.pre, err = instantiate(job.Pre, env, preCounters); err != nil {
@@ -218,15 +219,15 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
 	r.ctx = ctx
-	var replay *Replayable
+	var replay *core.Replayable
 	if cp := job.Checkpoint; cp != nil {
 		if cp.Store == nil {
 			return nil, errors.New("checkpointing needs a store")
 		}
-		replay = NewReplayable(job.Source)
+		replay = core.NewReplayable(job.Source)
 		job.Source = replay
 		if cp.Restore != nil {
-			var ops []OperatorDef
+			var ops []core.OperatorDef
 			groups := 0
 			if reg := job.Region; reg != nil {
 				ops, groups = reg.Ops, cmp.Or(reg.Groups, kvstate.DefaultGroups)
@@ -255,7 +256,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		// More busy stages than cores: a waiting stage yielding its thread
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
-		ins := make([]*ring.SPSC[*Batch], n)
+		ins := make([]*ring.SPSC[*core.Batch], n)
 		for c := range ins {
 			if ins[c], err = r.newRing(); err != nil {
 				return nil, err
@@ -280,8 +281,8 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil, fmt.Errorf("event time: %w", err)
 		}
 		switch s.Fields[timeField].Type {
-		case Timestamp:
-		case Int64:
+		case core.Timestamp:
+		case core.Int64:
 			timeUnit = job.EventTime.Unit
 			if timeUnit <= 0 {
 				timeUnit = int64(time.Millisecond)
@@ -290,7 +291,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			return nil, fmt.Errorf("event time field %q is a %s, not a timestamp or int64", f, s.Fields[timeField].Type)
 		}
 	}
-	startWM := int64(NoTime)
+	startWM := int64(core.NoTime)
 	if r.restore != nil {
 		startWM = r.restore.Meta.Watermark
 		if r.splitter != nil {
@@ -298,7 +299,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		}
 	}
 	if job.Checkpoint != nil {
-		var regionOps []OperatorDef
+		var regionOps []core.OperatorDef
 		groups := 0
 		if job.Region != nil {
 			regionOps, groups = job.Region.Ops, job.Region.Groups
@@ -306,7 +307,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		r.ck = newCheckpointer(*job.Checkpoint, regionOps, groups)
 		r.sinkEpoch = r.ck.committed.Load()
 	}
-	if es, ok := job.Sink.(EpochSink); ok && r.ck != nil {
+	if es, ok := job.Sink.(core.EpochSink); ok && r.ck != nil {
 		var restored uint64
 		if r.restore != nil {
 			restored = r.restore.Meta.ID
@@ -322,14 +323,14 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	}
 
 	// The sink end: post-region operators, then the sink.
-	postChain := chainOf(r.post, func(b *Batch) error {
+	postChain := chainOf(r.post, func(b *core.Batch) error {
 		defer b.Release()
 		if r.ck != nil {
 			if err := r.sinkCheckpoint(b); err != nil {
 				return err
 			}
 		}
-		if b.Kind != Data {
+		if b.Kind != core.Data {
 			return nil
 		}
 		r.recOut.Add(int64(b.Len))
@@ -347,12 +348,12 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	if r.placer == nil {
 		r.placer = goPlacer{}
 	}
-	var head func(*Batch) error
+	var head func(*core.Batch) error
 	if job.Region == nil {
 		head = postChain.Push
 	} else {
 		head = r.splitter.route
-		outs := make([]*ring.SPSC[*Batch], len(r.splitter.rings))
+		outs := make([]*ring.SPSC[*core.Batch], len(r.splitter.rings))
 		for c, in := range r.splitter.rings {
 			if outs[c], err = r.newRing(); err != nil {
 				return nil, err
@@ -419,16 +420,16 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 // source is the first stage: it reads batches, stamps event time, emits
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
-func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64, replay *Replayable, startWM int64) {
+func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit int64, replay *core.Replayable, startWM int64) {
 	replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
-	maxT, lastWM := int64(NoTime), startWM
+	maxT, lastWM := int64(core.NoTime), startWM
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &maxT)
 	}
 	bound := r.job.EventTime.MaxOutOfOrder
 	var err error
 	for {
-		var b *Batch
+		var b *core.Batch
 		b, err = r.job.Source.Next(ctx)
 		if err != nil {
 			break
@@ -451,10 +452,10 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 		if err = pre.Push(b); err != nil {
 			break
 		}
-		if maxT != NoTime {
+		if maxT != core.NoTime {
 			if wm := maxT - bound - 1; wm > lastWM {
 				lastWM = wm
-				m := NewMarker(Watermark)
+				m := core.NewMarker(core.Watermark)
 				m.Watermark, m.Stamp = wm, stamp
 				if err = pre.Push(m); err != nil {
 					break
@@ -464,9 +465,9 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 		if r.ck != nil && r.ck.due() {
 			r.ck.epoch++
 			r.ck.begin(r.ck.epoch)
-			m := NewMarker(Barrier)
+			m := core.NewMarker(core.Barrier)
 			m.Epoch, m.Stamp = r.ck.epoch, stamp
-			m.ckpt = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), maxTime: maxT, wm: lastWM, started: time.Now()}
+			m.Control = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), maxTime: maxT, wm: lastWM, started: time.Now()}
 			if err = pre.Push(m); err != nil {
 				break
 			}
@@ -484,7 +485,7 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		end := NewMarker(End)
+		end := core.NewMarker(core.End)
 		end.Stamp = time.Now().UnixNano()
 		err = pre.Push(end)
 	}
@@ -501,8 +502,8 @@ func (r *run) source(ctx context.Context, pre *Chain, timeField int, unit int64,
 // startChannel instantiates the region's operators for channel c of n and
 // starts its stage. join, for a channel added by a reconfiguration, is that
 // reconfiguration: the channel adopts its key groups before it starts.
-func (r *run) startChannel(c, n int, in, out *ring.SPSC[*Batch], wm int64, join *reconf) error {
-	insts, err := instantiate(r.job.Region.Ops, Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
+func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
+	insts, err := instantiate(r.job.Region.Ops, core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
 	if err != nil {
 		return err
 	}
@@ -523,12 +524,12 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*Batch], wm int64, join 
 
 // channel runs channel c of the region: pop, process through the fused
 // region operators, push to the merger's ring.
-func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join *reconf) {
+func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, join *reconf) {
 	stats := &r.chanStats[c]
-	var pending *Batch
+	var pending *core.Batch
 	var progress uint64
 	idle := 0
-	send := func(b *Batch) error {
+	send := func(b *core.Batch) error {
 		b.Channel = c
 		if _, err := out.Push(b); err != nil {
 			b.Release()
@@ -547,8 +548,8 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 		idle = 0
 		return send(b)
 	}
-	chain := chainOf(insts, func(b *Batch) error {
-		if b.Kind == Data {
+	chain := chainOf(insts, func(b *core.Batch) error {
+		if b.Kind == core.Data {
 			if pending != nil {
 				if err := send(pending); err != nil {
 					b.Release()
@@ -592,38 +593,38 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 		}
 		kind, last, n := b.Kind, b.LastSeq(), b.Len
 		var retire bool
-		if kind == Reconfig {
-			if err := r.migrate(c, b.reconf, insts); err != nil {
+		if kind == core.Reconfig {
+			if err := r.migrate(c, reconfOf(b), insts); err != nil {
 				b.Release()
 				r.fail(err)
 				in.Cancel()
 				return
 			}
-			retire = c >= b.reconf.to
+			retire = c >= reconfOf(b).to
 		}
-		if kind == Barrier && r.ck != nil {
+		if kind == core.Barrier && r.ck != nil {
 			t0 := time.Now()
-			snapshotChannel(b.ckpt, insts, c, r.ck.acks, &r.wg, r.ck.stall)
+			snapshotChannel(barrierOf(b), insts, c, r.ck.acks, &r.wg, r.ck.stall)
 			r.ck.pause(time.Since(t0))
 		}
 		t0 := time.Now()
 		err = chain.Push(b)
-		if kind == Data {
+		if kind == core.Data {
 			stats.BusyNs.Add(int64(time.Since(t0)))
 			stats.Records.Add(int64(n))
 		}
 		stats.Batches.Add(1)
-		if err == nil && kind == Data {
+		if err == nil && kind == core.Data {
 			progress = last
 			if pending != nil {
 				err = flush()
 			} else if idle++; idle >= pulseEvery {
 				idle = 0
-				m := NewMarker(Pulse)
+				m := core.NewMarker(core.Pulse)
 				m.MarkSeq = progress
 				err = send(m)
 			}
-		} else if kind != Data && last > progress {
+		} else if kind != core.Data && last > progress {
 			progress = last
 		}
 		if err != nil {
@@ -633,7 +634,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 			in.Cancel()
 			return
 		}
-		if kind == End || retire {
+		if kind == core.End || retire {
 			return
 		}
 	}
@@ -641,18 +642,18 @@ func (r *run) channel(c int, in, out *ring.SPSC[*Batch], insts []instance, join 
 
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
-func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
+func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch]) {
 	n := len(outs)
 	reg := r.job.Region
-	var tie order.Tie[*Batch]
+	var tie order.Tie[*core.Batch]
 	if last := len(reg.Ops) - 1; last >= 0 && reg.Ops[last].Order != nil {
 		cmp := reg.Ops[last].Order
-		tie = func(a *Batch, i int, b *Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
+		tie = func(a *core.Batch, i int, b *core.Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
 	}
-	m := order.New[*Batch](n, !reg.Unordered, tie)
+	m := order.New[*core.Batch](n, !reg.Unordered, tie)
 	ended := make([]bool, n)
-	buf := make([]*Batch, 64)
-	var cur *Batch
+	buf := make([]*core.Batch, 64)
+	var cur *core.Batch
 	stop := func(err error) {
 		if err != nil {
 			r.fail(err)
@@ -685,13 +686,13 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 			for _, b := range buf[:k] {
 				got = true
 				switch b.Kind {
-				case Data:
+				case core.Data:
 					m.PushData(c, b, b.Seq[:b.Len], b.Progress)
-				case Pulse:
+				case core.Pulse:
 					m.Progress(c, b.MarkSeq)
 					b.Release()
 				default:
-					if b.Kind == End || (b.Kind == Reconfig && c >= b.reconf.to) {
+					if b.Kind == core.End || (b.Kind == core.Reconfig && c >= reconfOf(b).to) {
 						ended[c] = true // nothing follows on this ring
 					}
 					m.PushMarker(c, b, b.MarkSeq)
@@ -725,9 +726,9 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 				default:
 					for i := st.From; i < st.To && err == nil; {
 						if cur == nil {
-							cur = NewBatch(r.regionOut)
+							cur = core.NewBatch(r.regionOut)
 						}
-						j := min(st.To, i+BatchSize-cur.Len)
+						j := min(st.To, i+core.BatchSize-cur.Len)
 						cur.AppendRange(b, i, j)
 						if cur.Stamp == 0 || (b.Stamp != 0 && b.Stamp < cur.Stamp) {
 							cur.Stamp = b.Stamp
@@ -746,9 +747,9 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 				for _, o := range st.Markers[1:] {
 					o.Release()
 				}
-				if mk.Kind == Reconfig {
+				if mk.Kind == core.Reconfig {
 					// Every channel is past the change: switch inputs.
-					rc := mk.reconf
+					rc := reconfOf(mk)
 					mk.Release()
 					if err = flushCur(); err != nil {
 						stop(err)
@@ -763,7 +764,7 @@ func (r *run) merge(post *Chain, outs []*ring.SPSC[*Batch]) {
 					ended = e
 					continue
 				}
-				end := mk.Kind == End
+				end := mk.Kind == core.End
 				if err = flushCur(); err == nil {
 					err = post.Push(mk)
 				} else {
