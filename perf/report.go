@@ -47,6 +47,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.Rescales > 0 {
 		fmt.Fprintf(tw, "rescales\t%d\n", r.Rescales)
 	}
+	if r.SerialFraction > 0 {
+		fmt.Fprintf(tw, "serial fraction\t%.1f %% (source and merger stages' work / all work)\n", 100*r.SerialFraction)
+	}
 	l := r.Latency
 	if l.Count > 0 {
 		fmt.Fprintf(tw, "latency (µs)\tp50 %d  p90 %d  p99 %d  p99.9 %d  p99.99 %d  max %d  (%d records)\n",

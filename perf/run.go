@@ -63,6 +63,11 @@ type Result struct {
 	Extra map[string]float64 `json:",omitempty"`
 	// Rescales is the number of live channel changes (elastic).
 	Rescales int64
+	// Stages is each stage's thread CPU time and waiting (runtime.StageCPU,
+	// ns in JSON); SerialFraction is Amdahl's s of the run
+	// (runtime.Report.SerialFraction). Empty for workloads that are no job.
+	Stages         []runtime.StageCPU `json:",omitempty"`
+	SerialFraction float64            `json:",omitempty"`
 
 	hist *hdrhistogram.Histogram
 }
@@ -227,6 +232,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	}
 	if rep != nil {
 		res.RecordsIn, res.RecordsOut, res.Rescales = rep.RecordsIn, rep.RecordsOut, rep.Rescales
+		res.Stages, res.SerialFraction = rep.Stages, rep.SerialFraction
 	} else {
 		res.RecordsIn = rec.records.Load()
 		res.RecordsOut = res.RecordsIn

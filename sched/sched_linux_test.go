@@ -2,8 +2,10 @@ package sched
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,5 +45,31 @@ func TestWorkerAvoidsMainThread(t *testing.T) {
 	}
 	if int64(loopTid) == mainTid.Load() {
 		t.Fatal("loop ran on the 'main' thread")
+	}
+}
+
+// A locked thread's CPU clock grows while it computes and not while it
+// sleeps; the process's clock includes it.
+func TestThreadCPU(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	p0, t0 := ProcessCPU(), ThreadCPU()
+	if t0 <= 0 || p0 < t0 {
+		t.Fatalf("thread %v, process %v", t0, p0)
+	}
+	x := 1
+	for ThreadCPU()-t0 < 5*time.Millisecond {
+		for i := range 10000 {
+			x = x*31 + i
+		}
+	}
+	used := ThreadCPU() - t0
+	if p := ProcessCPU() - p0; p < used {
+		t.Fatalf("process CPU grew %v, less than the thread's %v (%d)", p, used, x)
+	}
+	t1 := ThreadCPU()
+	time.Sleep(50 * time.Millisecond)
+	if d := ThreadCPU() - t1; d > 25*time.Millisecond {
+		t.Fatalf("a sleeping thread used %v of CPU", d)
 	}
 }

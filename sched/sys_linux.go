@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,3 +37,14 @@ func setaffinity(tid int, cpus []int) error {
 }
 
 func gettid() int { return unix.Gettid() }
+
+func threadCPU() time.Duration  { return clock(unix.CLOCK_THREAD_CPUTIME_ID) }
+func processCPU() time.Duration { return clock(unix.CLOCK_PROCESS_CPUTIME_ID) }
+
+func clock(id int32) time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(id, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}

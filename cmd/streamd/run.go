@@ -238,7 +238,32 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond),
 			r.CopyOnWriteStalls, r.StallP99.Round(time.Microsecond), r.StallMax.Round(time.Microsecond))
 	}
+	printCPU(w, r)
 	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
+}
+
+// printCPU writes each stage's thread CPU time (and the part spent waiting
+// on rings), the process's CPU outside the stages, and the serial fraction.
+func printCPU(w io.Writer, r *runtime.Report) {
+	if len(r.Stages) == 0 || r.ProcessCPU <= 0 {
+		return
+	}
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+	fmt.Fprintf(w, "cpu: %s in all\n", sec(r.ProcessCPU))
+	var staged time.Duration
+	for _, s := range r.Stages {
+		name := s.Stage
+		if s.Replicated {
+			name = fmt.Sprintf("%s %d", s.Stage, s.Index)
+		}
+		staged += s.CPU
+		fmt.Fprintf(w, "  %-12s %10s  waiting %10s\n", name, sec(s.CPU), sec(s.Wait))
+	}
+	fmt.Fprintf(w, "  %-12s %10s  (parse workers, checkpoint writer, garbage collector)\n", "other", sec(max(0, r.ProcessCPU-staged)))
+	if r.SerialFraction > 0 {
+		fmt.Fprintf(w, "serial fraction %.1f %% (source and merger stages' work / all work; Amdahl: at most %.1fx on 14 cores)\n",
+			100*r.SerialFraction, runtime.AmdahlBound(r.SerialFraction, 14))
+	}
 }
 
 // hasController says whether job's region has an elastic controller (the

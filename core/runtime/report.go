@@ -41,6 +41,20 @@ type Report struct {
 	// StallMax are their durations.
 	CopyOnWriteStalls  int64
 	StallP99, StallMax time.Duration
+	// Stages gives each stage's thread CPU time and the part of it spent
+	// waiting on rings, in start order (channels that a live change added
+	// or removed included). Filled when the job has ended; a live
+	// snapshot has zeros.
+	Stages []StageCPU
+	// ProcessCPU is the CPU time of the whole process during the run (all
+	// threads: stages, a source's parse workers, the checkpoint writer,
+	// the garbage collector).
+	ProcessCPU time.Duration
+	// SerialFraction is Amdahl's s: the work (CPU less waiting) of the
+	// stages that are not replicated — the source stage and the merger
+	// stage — divided by the process's CPU less all waiting. Amdahl's
+	// bound on k cores is AmdahlBound(s, k). 0 when not measured.
+	SerialFraction float64
 }
 
 // OperatorReport gives one operator's record counts, summed over channels.
@@ -124,6 +138,15 @@ func (r *run) report(wall time.Duration) *Report {
 		rep.StallP99, rep.StallMax = percentile(c.stalls, 99), percentile(c.stalls, 100)
 		c.mu.Unlock()
 	}
+	r.cpuMu.Lock()
+	for _, sc := range r.cpus {
+		sc.mu.Lock()
+		rep.Stages = append(rep.Stages, StageCPU{Stage: sc.stage, Index: sc.index, CPU: sc.cpu, Wait: sc.wait, Replicated: sc.stage == "channel"})
+		sc.mu.Unlock()
+	}
+	r.cpuMu.Unlock()
+	rep.ProcessCPU = r.procCPU
+	rep.SerialFraction = serialFraction(rep.Stages, rep.ProcessCPU)
 	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.pauses.percentiles()
 	rep.DrainP50, _, rep.DrainMax = r.drains.percentiles()
 	return rep

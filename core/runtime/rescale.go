@@ -16,6 +16,7 @@ import (
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
+	"streamd/sched"
 )
 
 // Elastic configures the controller that changes a region's channel count
@@ -157,7 +158,10 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
-	if err := r.drain(sp); err != nil {
+	cpu0 := sched.ThreadCPU()
+	err := r.drain(sp)
+	r.srcCPU.waited(cpu0)
+	if err != nil {
 		return err
 	}
 	r.drains.record(time.Since(t0))
@@ -222,7 +226,7 @@ const drainSpin = 2 * time.Millisecond
 
 // migrate is what channel c does at a reconfiguration marker: hand the key
 // groups it loses to their new owners, then adopt those it gains.
-func (r *run) migrate(c int, rc *reconf, insts []instance) error {
+func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 	t0 := time.Now()
 	if c < len(rc.lose) {
 		for _, l := range rc.lose[c] {
@@ -235,7 +239,7 @@ func (r *run) migrate(c int, rc *reconf, insts []instance) error {
 			rc.mail[l.to] <- h // buffered for every sender: never blocks
 		}
 	}
-	if err := r.adopt(c, rc, insts); err != nil {
+	if err := r.adopt(c, rc, insts, sc); err != nil {
 		return err
 	}
 	r.pauses.record(time.Since(t0))
@@ -245,8 +249,8 @@ func (r *run) migrate(c int, rc *reconf, insts []instance) error {
 // join is what a channel added by the change does before its first record:
 // adopt its key groups. Its pause counts from the markers going out (before
 // that, nothing is routed to it); a channel with nothing to adopt has none.
-func (r *run) join(c int, rc *reconf, insts []instance) error {
-	if err := r.adopt(c, rc, insts); err != nil {
+func (r *run) join(c int, rc *reconf, insts []instance, sc *stageCPU) error {
+	if err := r.adopt(c, rc, insts, sc); err != nil {
 		return err
 	}
 	if synced := rc.synced.Load(); synced != 0 {
@@ -256,12 +260,14 @@ func (r *run) join(c int, rc *reconf, insts []instance) error {
 }
 
 // adopt waits for the handoffs channel c expects and installs them.
-func (r *run) adopt(c int, rc *reconf, insts []instance) error {
+func (r *run) adopt(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 	if c >= len(rc.expect) {
 		return nil
 	}
 	for k := 0; k < rc.expect[c]; k++ {
+		t0 := sched.ThreadCPU()
 		h, err := r.receive(c, rc)
+		sc.waited(t0)
 		if err != nil {
 			return err
 		}

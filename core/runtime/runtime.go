@@ -17,6 +17,7 @@ import (
 	"streamd/kvstate"
 	"streamd/order"
 	"streamd/ring"
+	"streamd/sched"
 	"streamd/snapshot"
 )
 
@@ -74,6 +75,14 @@ type run struct {
 	curChans                  atomic.Int64 // the splitter's channel count now
 	start                     time.Time
 	preCounters, postCounters []*core.Counters
+	// CPU accounts (stagecpu.go): srcCPU is the source stage's, cpus every
+	// stage's ever started (cpuMu), procCPU0 the process's CPU at start.
+	srcCPU   *stageCPU
+	cpuMu    sync.Mutex
+	cpus     []*stageCPU
+	procCPU0 time.Duration
+	procCPU  time.Duration // the process's CPU during the run, set when it ends
+
 	// mergerOuts are the channels' output rings as of the splitter's
 	// current configuration (source stage only; the merger learns of
 	// changes in-band).
@@ -137,6 +146,15 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	r.rings = append(r.rings, rg)
 	r.ringsMu.Unlock()
 	return rg, nil
+}
+
+// newStageCPU opens a CPU account for a stage about to start.
+func (r *run) newStageCPU(stage string, index int) *stageCPU {
+	sc := &stageCPU{stage: stage, index: index}
+	r.cpuMu.Lock()
+	r.cpus = append(r.cpus, sc)
+	r.cpuMu.Unlock()
+	return sc
 }
 
 func (r *run) firstErr() error {
@@ -206,6 +224,8 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	start := time.Now()
+	r.procCPU0 = sched.ProcessCPU()
+	r.srcCPU = r.newStageCPU("source", 0)
 
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	preCounters, postCounters := newCounters(len(job.Pre)), newCounters(len(job.Post))
@@ -265,6 +285,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
 			return nil, err
 		}
+		r.splitter.cpu = r.srcCPU
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		r.initialTable = r.splitter.table
 		if r.scaler, err = newScaler(reg, job.Log); err != nil {
@@ -364,10 +385,13 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		}
 		r.mergerOuts = outs
 		r.wg.Add(1)
+		mcpu := r.newStageCPU("merger", 0)
 		r.placer.Start("merger", 0, func() {
 			defer r.wg.Done()
 			defer r.recoverStage("merger", 0)
-			r.merge(postChain, outs)
+			mcpu.begin()
+			defer mcpu.end()
+			r.merge(postChain, outs, mcpu)
 		})
 	}
 	if r.ck != nil {
@@ -378,6 +402,8 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	r.placer.Start("source", 0, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("source", 0)
+		r.srcCPU.begin()
+		defer r.srcCPU.end()
 		r.source(ctx, preChain, timeField, timeUnit, replay, startWM)
 	})
 	r.wg.Wait()
@@ -385,6 +411,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		close(r.ck.acks)
 		<-r.ck.done
 	}
+	r.procCPU = sched.ProcessCPU() - r.procCPU0
 
 	err = r.firstErr()
 	if err == nil {
@@ -514,24 +541,27 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, 
 	r.chanIn[c] = in
 	r.ringsMu.Unlock()
 	r.wg.Add(1)
+	sc := r.newStageCPU("channel", c)
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("channel", c)
-		r.channel(c, in, out, insts, join)
+		sc.begin()
+		defer sc.end()
+		r.channel(c, in, out, insts, join, sc)
 	})
 	return nil
 }
 
 // channel runs channel c of the region: pop, process through the fused
 // region operators, push to the merger's ring.
-func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, join *reconf) {
+func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, join *reconf, sc *stageCPU) {
 	stats := &r.chanStats[c]
 	var pending *core.Batch
 	var progress uint64
 	idle := 0
 	send := func(b *core.Batch) error {
 		b.Channel = c
-		if _, err := out.Push(b); err != nil {
+		if _, err := sc.push(out, b); err != nil {
 			b.Release()
 			return err
 		}
@@ -580,21 +610,21 @@ func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, 
 	}
 	if join != nil {
 		progress = join.seq
-		if err := r.join(c, join, insts); err != nil {
+		if err := r.join(c, join, insts, sc); err != nil {
 			r.fail(err)
 			in.Cancel()
 			return
 		}
 	}
 	for {
-		b, err := in.Pop()
+		b, err := sc.pop(in)
 		if err != nil {
 			return // closed without End: the source failed and said so
 		}
 		kind, last, n := b.Kind, b.LastSeq(), b.Len
 		var retire bool
 		if kind == core.Reconfig {
-			if err := r.migrate(c, reconfOf(b), insts); err != nil {
+			if err := r.migrate(c, reconfOf(b), insts, sc); err != nil {
 				b.Release()
 				r.fail(err)
 				in.Cancel()
@@ -642,7 +672,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, 
 
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
-func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch]) {
+func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 	n := len(outs)
 	reg := r.job.Region
 	var tie order.Tie[*core.Batch]
@@ -784,7 +814,9 @@ func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch]) {
 			return
 		}
 		if !got {
+			t0 := sched.ThreadCPU()
 			r.bell.wait(ready)
+			sc.waited(t0)
 		}
 	}
 }

@@ -37,6 +37,8 @@ type splitter struct {
 	// lastWM is the last watermark broadcast: a channel added later starts
 	// there.
 	lastWM int64
+	// cpu is the source stage's CPU account (waiting on full rings).
+	cpu *stageCPU
 }
 
 func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, maxChannels int) (*splitter, error) {
@@ -57,7 +59,7 @@ func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, ma
 }
 
 func (s *splitter) push(c int, b *core.Batch) error {
-	ns, err := s.rings[c].Push(b)
+	ns, err := s.cpu.push(s.rings[c], b)
 	if ns > 0 {
 		s.blocked[c].Add(ns)
 	}
