@@ -8,6 +8,23 @@ import (
 // schema, one batch per call (DESIGN.md, hot-path rule 2). An Operator
 // instance is used by one goroutine only; a parallel region holds one
 // instance per channel.
+//
+// Lifecycle of an instance:
+//
+//	open      OperatorDef.New(env) creates it (before its stage starts, or
+//	          when a live change adds a channel);
+//	process   Process for data, Watermark for watermarks, in FIFO order;
+//	finish    Finish once at end of stream — only when the stream ends;
+//	          not when the job fails, is cancelled, or the instance's
+//	          channel is removed by a live change;
+//	close     Close (if the instance implements Closer) exactly once, on
+//	          every exit: after Finish, after a failure or cancellation,
+//	          after its channel was removed, or when the job failed before
+//	          its stage started. Nothing is called after Close.
+//
+// The runtime calls every method from the goroutine that owns the instance
+// (Close too, or, when that goroutine never ran or has ended, the run's
+// teardown after every stage has stopped).
 type Operator interface {
 	// Process handles one data batch. It borrows in for the duration of the
 	// call: to pass it on (unchanged, or modified in place, e.g. filtered)
@@ -24,6 +41,14 @@ type Operator interface {
 	// sequence number), after the last Watermark; the operator emits what it
 	// still holds.
 	Finish(seq uint64, out *Emitter) error
+}
+
+// Closer is implemented by operators that hold resources (goroutines,
+// connections, caches) to free at the end of their lifecycle: Close is
+// called exactly once per instance, on success and failure alike (see
+// Operator). An error from it is the job's error if the job had none.
+type Closer interface {
+	Close() error
 }
 
 // Base gives an Operator no-op Watermark and Finish; embed it.

@@ -189,7 +189,7 @@ func (s *httpShared) acquire() (*ristretto.Cache[string, *httpEntry], *http.Clie
 	return s.cache, s.client, nil
 }
 
-// release is an instance's Finish: the last one out closes the cache (its
+// release is an instance's Close: the last one out closes the cache (its
 // goroutines stop) and our idle connections.
 func (s *httpShared) release() {
 	s.mu.Lock()
@@ -457,8 +457,13 @@ func (l *httpLookup) resolve() {
 // Watermark does nothing.
 func (l *httpLookup) Watermark(int64, uint64, *core.Emitter) error { return nil }
 
-// Finish releases the instance's hold on the shared cache.
-func (l *httpLookup) Finish(uint64, *core.Emitter) error {
+// Finish does nothing: the instance lets go of the cache in Close.
+func (l *httpLookup) Finish(uint64, *core.Emitter) error { return nil }
+
+// Close releases the instance's hold on the shared cache (the last
+// instance out closes it and its goroutines stop). The runtime calls it
+// once, on every exit; a second call does nothing.
+func (l *httpLookup) Close() error {
 	if !l.done {
 		l.done = true
 		l.s.release()

@@ -161,9 +161,9 @@ func TestLookupHTTPSharedCacheAndTTL(t *testing.T) {
 	if n := srv.count("ORD"); n != 2 {
 		t.Errorf("ORD fetched %d times after the TTL expired, want 2", n)
 	}
-	a.Finish(0, discard)
-	b.Finish(0, discard)
-	b.Finish(0, discard) // idempotent
+	a.(core.Closer).Close()
+	b.(core.Closer).Close()
+	b.(core.Closer).Close() // idempotent
 }
 
 func TestLookupHTTPNotFound(t *testing.T) {

@@ -60,7 +60,8 @@ type record struct {
 }
 
 // run pushes batches through the operator in a core.Chain, then the End
-// marker, and returns the output records. Output batches are released.
+// marker, closes the instance, and returns the output records. Output
+// batches are released.
 func run(t *testing.T, def core.OperatorDef, env core.Env, batches ...*core.Batch) ([]record, error) {
 	t.Helper()
 	op, err := def.New(env)
@@ -80,10 +81,12 @@ func run(t *testing.T, def core.OperatorDef, env core.Env, batches ...*core.Batc
 		b.Release()
 		return nil
 	}
+	if cl, ok := op.(core.Closer); ok {
+		defer cl.Close() // the lifecycle's close, on every exit
+	}
 	c := core.NewChain([]core.Operator{op}, []*core.Schema{def.Out}, []*core.Counters{{}}, final)
 	for _, b := range batches {
 		if err := c.Push(b); err != nil {
-			op.Finish(0, core.NewEmitter(def.Out, func(b *core.Batch) error { b.Release(); return nil }, nil))
 			return out, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,7 @@ type run struct {
 	err   error
 
 	ctx               context.Context
-	pre, post         []instance
+	pre, post         *instSet
 	splitter          *splitter
 	bell              *doorbell
 	chanStats         []ChannelStats // one per channel index up to maxChannels
@@ -82,6 +83,16 @@ type run struct {
 	cpus     []*stageCPU
 	procCPU0 time.Duration
 	procCPU  time.Duration // the process's CPU during the run, set when it ends
+
+	// Operator instances of every stage, ever (instantiate, closeSet).
+	instMu sync.Mutex
+	sets   []*instSet
+
+	// What build prepared for launch and teardown.
+	replay              *core.Replayable
+	timeField           int
+	timeUnit, startWM   int64
+	sinkOpen, ckRunning bool
 
 	// mergerOuts are the channels' output rings as of the splitter's
 	// current configuration (source stage only; the merger learns of
@@ -163,16 +174,66 @@ func (r *run) firstErr() error {
 	return r.err
 }
 
-func instantiate(defs []core.OperatorDef, env core.Env, counters []*core.Counters) ([]instance, error) {
-	out := make([]instance, len(defs))
+// instSet is the operator instances of one stage (pre, post, or one
+// channel's region operators). Each is closed exactly once (closeSet).
+type instSet struct {
+	insts  []instance
+	closed bool // r.instMu
+}
+
+// instantiate creates the instances of defs for one stage and registers
+// them, so that teardown closes them whatever happens. On an error the
+// instances already made are registered too.
+func (r *run) instantiate(defs []core.OperatorDef, env core.Env, counters []*core.Counters) (*instSet, error) {
+	set := &instSet{insts: make([]instance, 0, len(defs))}
+	r.instMu.Lock()
+	r.sets = append(r.sets, set)
+	r.instMu.Unlock()
 	for i, d := range defs {
 		op, err := d.New(env)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Name, err)
 		}
-		out[i] = instance{def: d, op: op, counters: counters[i]}
+		set.insts = append(set.insts, instance{def: d, op: op, counters: counters[i]})
 	}
-	return out, nil
+	return set, nil
+}
+
+// closeSet closes the instances of set (core.Closer) unless that was done
+// already, and returns the first error. The caller owns the instances: it
+// is their stage's goroutine after its loop, or teardown after every stage
+// stopped.
+func (r *run) closeSet(set *instSet) error {
+	r.instMu.Lock()
+	done := set.closed
+	set.closed = true
+	r.instMu.Unlock()
+	if done {
+		return nil
+	}
+	var first error
+	for _, in := range set.insts {
+		if c, ok := in.op.(core.Closer); ok {
+			if err := c.Close(); err != nil && first == nil {
+				first = fmt.Errorf("close %s: %w", in.def.Name, err)
+			}
+		}
+	}
+	return first
+}
+
+// closeAll closes every instance set not closed yet (teardown).
+func (r *run) closeAll() error {
+	r.instMu.Lock()
+	sets := slices.Clone(r.sets)
+	r.instMu.Unlock()
+	var first error
+	for _, set := range sets {
+		if err := r.closeSet(set); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func newCounters(n int) []*core.Counters {
@@ -203,12 +264,25 @@ func outSchema(in *core.Schema, defs []core.OperatorDef) *core.Schema {
 // Run executes the job until its source ends, an error stops it, or ctx is
 // cancelled (then it returns ErrInterrupted, wrapped). On success the sink
 // is closed (file output committed); on failure it is aborted. The report
-// is returned in every case.
+// is returned in every case except a job that failed before it started
+// (then the report is nil).
+//
+// Run owns the job's source, sink, error policy and operator instances
+// from the call on: whatever happens, when it returns every stage has
+// stopped, every operator instance has been closed (core.Closer), the sink
+// has been closed or aborted (if it was opened), and the error policy and
+// the source have been closed. One path does that: teardown.
 func Run(ctx context.Context, job *Job) (*Report, error) {
 	if cp := job.Checkpoint; cp != nil {
 		defer cp.Store.Unlock() // a store from snapshot.OpenLocked: the run is over
 	}
 	if err := job.validate(); err != nil {
+		if job.Source != nil {
+			job.Source.Close()
+		}
+		if job.Errors != nil {
+			job.Errors.Close()
+		}
 		return nil, err
 	}
 	if job.Errors == nil {
@@ -221,31 +295,40 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	ctx, r.cancel = context.WithCancel(ctx)
+	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	start := time.Now()
+	err := r.build()
+	if err == nil {
+		err = r.launch()
+	}
+	return r.teardown(err)
+}
+
+// build instantiates the pre- and post-region operators, prepares
+// checkpoints and restore, the region's rings and splitter, and opens the
+// sink. It starts no goroutine; whatever it made, teardown undoes.
+func (r *run) build() error {
+	job := r.job
+	r.start = time.Now()
 	r.procCPU0 = sched.ProcessCPU()
 	r.srcCPU = r.newStageCPU("source", 0)
-
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
-	preCounters, postCounters := newCounters(len(job.Pre)), newCounters(len(job.Post))
+	r.preCounters, r.postCounters = newCounters(len(job.Pre)), newCounters(len(job.Post))
 	var err error
-	if r.pre, err = instantiate(job.Pre, env, preCounters); err != nil {
-		return nil, err
+	if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
+		return err
 	}
-	if r.post, err = instantiate(job.Post, env, postCounters); err != nil {
-		return nil, err
+	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
+		return err
 	}
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
-	r.ctx = ctx
-	var replay *core.Replayable
 	if cp := job.Checkpoint; cp != nil {
 		if cp.Store == nil {
-			return nil, errors.New("checkpointing needs a store")
+			return errors.New("checkpointing needs a store")
 		}
-		replay = core.NewReplayable(job.Source)
-		job.Source = replay
+		r.replay = core.NewReplayable(job.Source)
+		job.Source = r.replay
 		if cp.Restore != nil {
 			var ops []core.OperatorDef
 			groups := 0
@@ -253,11 +336,11 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 				ops, groups = reg.Ops, cmp.Or(reg.Groups, kvstate.DefaultGroups)
 			}
 			if err := checkRestore(&cp.Restore.Meta, cp, ops, groups); err != nil {
-				return nil, err
+				return err
 			}
 			r.restore = cp.Restore
-			if err := replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
-				return nil, err
+			if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
+				return err
 			}
 		}
 	}
@@ -266,7 +349,7 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 			reg.Groups = kvstate.DefaultGroups
 		}
 		if err := kvstate.CheckGroups(reg.Groups); err != nil {
-			return nil, err
+			return err
 		}
 		n := reg.Channels
 		r.regionCounters = newCounters(len(reg.Ops))
@@ -279,44 +362,44 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		ins := make([]*ring.SPSC[*core.Batch], n)
 		for c := range ins {
 			if ins[c], err = r.newRing(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
-			return nil, err
+			return err
 		}
 		r.splitter.cpu = r.srcCPU
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		r.initialTable = r.splitter.table
 		if r.scaler, err = newScaler(reg, job.Log); err != nil {
-			return nil, err
+			return err
 		}
 		r.regionOut = outSchema(splitIn, reg.Ops)
 		sinkIn = r.regionOut
 	}
 	sinkIn = outSchema(sinkIn, job.Post)
-	timeField, timeUnit := -1, int64(1)
+	r.timeField, r.timeUnit = -1, 1
 	if f := job.EventTime.Field; f != "" {
 		s := job.Source.Schema()
-		if timeField, err = s.Lookup(f); err != nil {
-			return nil, fmt.Errorf("event time: %w", err)
+		if r.timeField, err = s.Lookup(f); err != nil {
+			return fmt.Errorf("event time: %w", err)
 		}
-		switch s.Fields[timeField].Type {
+		switch s.Fields[r.timeField].Type {
 		case core.Timestamp:
 		case core.Int64:
-			timeUnit = job.EventTime.Unit
-			if timeUnit <= 0 {
-				timeUnit = int64(time.Millisecond)
+			r.timeUnit = job.EventTime.Unit
+			if r.timeUnit <= 0 {
+				r.timeUnit = int64(time.Millisecond)
 			}
 		default:
-			return nil, fmt.Errorf("event time field %q is a %s, not a timestamp or int64", f, s.Fields[timeField].Type)
+			return fmt.Errorf("event time field %q is a %s, not a timestamp or int64", f, s.Fields[r.timeField].Type)
 		}
 	}
-	startWM := int64(core.NoTime)
+	r.startWM = core.NoTime
 	if r.restore != nil {
-		startWM = r.restore.Meta.Watermark
+		r.startWM = r.restore.Meta.Watermark
 		if r.splitter != nil {
-			r.splitter.lastWM = startWM
+			r.splitter.lastWM = r.startWM
 		}
 	}
 	if job.Checkpoint != nil {
@@ -333,18 +416,26 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		if r.restore != nil {
 			restored = r.restore.Meta.ID
 			if err := VerifyOutput(job.Sink, r.restore); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := es.OpenEpochs(sinkIn, restored); err != nil {
-			return nil, err
+			return err
 		}
 	} else if err := job.Sink.Open(sinkIn); err != nil {
-		return nil, err
+		return err
 	}
+	r.sinkOpen = true
+	return nil
+}
 
+// launch starts the stages: the channels, the merger, the checkpoint
+// coordinator and the source. On an error, what was started is stopped by
+// teardown.
+func (r *run) launch() error {
+	job := r.job
 	// The sink end: post-region operators, then the sink.
-	postChain := chainOf(r.post, func(b *core.Batch) error {
+	postChain := chainOf(r.post.insts, func(b *core.Batch) error {
 		defer b.Release()
 		if r.ck != nil {
 			if err := r.sinkCheckpoint(b); err != nil {
@@ -360,8 +451,6 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		}
 		return job.Sink.Write(b)
 	})
-	r.start = start
-	r.preCounters, r.postCounters = preCounters, postCounters
 	if job.OnStart != nil {
 		job.OnStart(Live{r: r})
 	}
@@ -376,11 +465,12 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		head = r.splitter.route
 		outs := make([]*ring.SPSC[*core.Batch], len(r.splitter.rings))
 		for c, in := range r.splitter.rings {
+			var err error
 			if outs[c], err = r.newRing(); err != nil {
-				return nil, err
+				return err
 			}
-			if err = r.startChannel(c, len(outs), in, outs[c], startWM, nil); err != nil {
-				return nil, err
+			if err = r.startChannel(c, len(outs), in, outs[c], r.startWM, nil); err != nil {
+				return err
 			}
 		}
 		r.mergerOuts = outs
@@ -395,27 +485,44 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		})
 	}
 	if r.ck != nil {
+		r.ckRunning = true
 		go r.ck.run(r.log.Info, r.log.Warn)
 	}
-	preChain := chainOf(r.pre, head)
+	preChain := chainOf(r.pre.insts, head)
 	r.wg.Add(1)
 	r.placer.Start("source", 0, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("source", 0)
 		r.srcCPU.begin()
 		defer r.srcCPU.end()
-		r.source(ctx, preChain, timeField, timeUnit, replay, startWM)
+		r.source(r.ctx, preChain, r.timeField, r.timeUnit, r.replay, r.startWM)
 	})
+	return nil
+}
+
+// teardown is the one way a run ends. startErr is an error from build or
+// launch (nil once every stage started): it stops whatever started. Then it
+// waits for every stage, closes every operator instance not yet closed,
+// commits or aborts the sink, closes the error policy and the source, and
+// reports.
+func (r *run) teardown(startErr error) (*Report, error) {
+	job := r.job
+	if startErr != nil {
+		r.fail(startErr)
+		r.cancelRings()
+	}
 	r.wg.Wait()
-	if r.ck != nil {
+	if r.ckRunning {
 		close(r.ck.acks)
 		<-r.ck.done
 	}
 	r.procCPU = sched.ProcessCPU() - r.procCPU0
-
-	err = r.firstErr()
-	if err == nil {
-		if r.ck != nil {
+	err := r.firstErr()
+	if cerr := r.closeAll(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if r.sinkOpen {
+		if err == nil && r.ck != nil {
 			// The job completed: its checkpoints go before the output is
 			// finalised (a crash in between leaves no checkpoint and no
 			// final file, and a fresh run redoes the job; the other order
@@ -429,15 +536,16 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		} else {
 			job.Sink.Abort()
 		}
-	} else {
-		job.Sink.Abort()
 	}
 	if cerr := job.Errors.Close(); err == nil {
 		err = cerr
 	}
 	job.Source.Close()
-	rep := r.report(time.Since(start))
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if startErr != nil {
+		return nil, err
+	}
+	rep := r.report(time.Since(r.start))
+	if err != nil && r.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		rep.Interrupted = true
 		err = fmt.Errorf("%w: stopped after %d records", ErrInterrupted, rep.RecordsIn)
 	}
@@ -517,12 +625,10 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 		err = pre.Push(end)
 	}
 	if err != nil {
+		// Every stage stops: cancel every ring ever made, including those
+		// of channels a live change was adding (not yet the splitter's).
 		r.fail(err)
-		if r.splitter != nil {
-			for _, in := range r.splitter.rings {
-				in.Close()
-			}
-		}
+		r.cancelRings()
 	}
 }
 
@@ -530,7 +636,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 // starts its stage. join, for a channel added by a reconfiguration, is that
 // reconfiguration: the channel adopts its key groups before it starts.
 func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
-	insts, err := instantiate(r.job.Region.Ops, core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
+	set, err := r.instantiate(r.job.Region.Ops, core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
 	if err != nil {
 		return err
 	}
@@ -547,7 +653,12 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, 
 		defer r.recoverStage("channel", c)
 		sc.begin()
 		defer sc.end()
-		r.channel(c, in, out, insts, join, sc)
+		defer func() {
+			if err := r.closeSet(set); err != nil {
+				r.fail(fmt.Errorf("channel %d: %w", c, err))
+			}
+		}()
+		r.channel(c, in, out, set.insts, join, sc)
 	})
 	return nil
 }

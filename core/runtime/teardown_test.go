@@ -1,0 +1,157 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"streamd/core"
+	"streamd/core/runtime"
+)
+
+// lifecycle counts what the runtime does with the instances of one
+// operator: how many it opened and closed, and any instance it used after
+// closing or closed twice.
+type lifecycle struct {
+	opened, closed atomic.Int64
+	mu             sync.Mutex
+	bad            []string
+}
+
+func (l *lifecycle) wrong(format string, args ...any) {
+	l.mu.Lock()
+	l.bad = append(l.bad, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+// check fails the test unless every opened instance was closed exactly
+// once and none was used after its close.
+func (l *lifecycle) check(t *testing.T, name string) {
+	t.Helper()
+	if o, c := l.opened.Load(), l.closed.Load(); o == 0 || o != c {
+		t.Errorf("%s: %d instances opened, %d closed", name, o, c)
+	}
+	for _, b := range l.bad {
+		t.Errorf("%s: %s", name, b)
+	}
+}
+
+// probe is a pass-through operator that reports its lifecycle. A hook runs
+// in New for instances of channels a live change adds (Env.Rescaled), and
+// fail, if set, fails the first batch such an instance processes.
+type probe struct {
+	core.Base
+	l       *lifecycle
+	env     core.Env
+	closed  bool
+	fail    bool
+	batches int
+}
+
+func probeDef(l *lifecycle, in *core.Schema, onAdd func() error, failAdded bool) core.OperatorDef {
+	return core.OperatorDef{Name: "probe", Out: in, New: func(env core.Env) (core.Operator, error) {
+		if env.Rescaled && onAdd != nil {
+			if err := onAdd(); err != nil {
+				return nil, err
+			}
+		}
+		l.opened.Add(1)
+		return &probe{l: l, env: env, fail: failAdded && env.Rescaled}, nil
+	}}
+}
+
+func (p *probe) Process(in *core.Batch, out *core.Emitter) error {
+	if p.closed {
+		p.l.wrong("channel %d: Process after Close", p.env.Channel)
+	}
+	p.batches++
+	if p.fail {
+		return errors.New("added channel fails")
+	}
+	return out.Emit(in)
+}
+
+func (p *probe) Close() error {
+	if p.closed {
+		p.l.wrong("channel %d: closed twice", p.env.Channel)
+	}
+	p.closed = true
+	p.l.closed.Add(1)
+	return nil
+}
+
+// Teardown during a live change that adds channels: a cancel (Ctrl-C)
+// while the new channels are being made, an error making them, or a new
+// channel failing on its first batch. For a stateless and a keyed region,
+// Run returns the error, every instance is closed exactly once, and no
+// goroutine is left (TestMain's goleak).
+func TestTeardownDuringChannelChange(t *testing.T) {
+	recs := genRecords(50_000, 200, 5)
+	for _, keyed := range []bool{false, true} {
+		for _, how := range []string{"cancel", "new fails", "process fails"} {
+			name := fmt.Sprintf("keyed %v, %s", keyed, how)
+			ctx, cancel := context.WithCancel(context.Background())
+			l := &lifecycle{}
+			var onAdd func() error
+			switch how {
+			case "cancel":
+				onAdd = func() error { cancel(); return nil }
+			case "new fails":
+				onAdd = func() error { return errors.New("no room for a channel") }
+			}
+			sink := &memSink{}
+			reg := &runtime.Region{Channels: 1, MaxChannels: 4, Ops: []core.OperatorDef{probeDef(l, testSchema, onAdd, how == "process fails")},
+				Schedule: func(b int64) int {
+					if b == 3 {
+						return 4
+					}
+					return 0
+				}}
+			if keyed {
+				reg.Key = []string{"k"}
+			}
+			job := &runtime.Job{Name: "teardown", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(5, 5))}, Region: reg, Sink: sink, RingSize: 4}
+			_, err := runtime.Run(ctx, job)
+			cancel()
+			switch {
+			case err == nil:
+				t.Errorf("%s: the job succeeded", name)
+			case how == "cancel" && !errors.Is(err, runtime.ErrInterrupted):
+				t.Errorf("%s: %v, want interrupted", name, err)
+			}
+			if !sink.aborted || sink.closed {
+				t.Errorf("%s: sink aborted %v, closed %v", name, sink.aborted, sink.closed)
+			}
+			l.check(t, name)
+		}
+	}
+}
+
+// Every instance is closed exactly once on success too, including those of
+// channels that live changes added and removed.
+func TestOperatorsClosedOnceWithChanges(t *testing.T) {
+	recs := genRecords(30_000, 200, 9)
+	l := &lifecycle{}
+	sink := &memSink{}
+	job := &runtime.Job{Name: "close", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(9, 9))}, Sink: sink, RingSize: 8,
+		Region: &runtime.Region{Channels: 2, MaxChannels: 6, Key: []string{"k"}, Ops: []core.OperatorDef{probeDef(l, testSchema, nil, false)},
+			Schedule: randomSchedule(3, 6)}}
+	rep, err := runtime.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rescales < 3 {
+		t.Fatalf("only %d live changes", rep.Rescales)
+	}
+	if len(sink.lines) != len(recs) || !sink.closed {
+		t.Fatalf("%d lines of %d, sink closed %v", len(sink.lines), len(recs), sink.closed)
+	}
+	l.check(t, "changes")
+	if l.opened.Load() <= 2 {
+		t.Fatalf("only %d instances opened: no channel was added", l.opened.Load())
+	}
+}
