@@ -145,7 +145,7 @@ func (r *run) report(wall time.Duration) *Report {
 		sc.mu.Unlock()
 	}
 	r.cpuMu.Unlock()
-	rep.ProcessCPU = r.procCPU
+	rep.ProcessCPU = time.Duration(r.procCPU.Load())
 	rep.SerialFraction = serialFraction(rep.Stages, rep.ProcessCPU)
 	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.pauses.percentiles()
 	rep.DrainP50, _, rep.DrainMax = r.drains.percentiles()

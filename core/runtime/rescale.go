@@ -312,7 +312,7 @@ func (r *run) receive(c int, rc *reconf) (handoff, error) {
 	case h := <-rc.mail[c]:
 		return h, nil
 	case <-r.ctx.Done():
-		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups", c)
+		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups: %w", c, r.ctx.Err())
 	}
 }
 

@@ -82,7 +82,7 @@ type run struct {
 	cpuMu    sync.Mutex
 	cpus     []*stageCPU
 	procCPU0 time.Duration
-	procCPU  time.Duration // the process's CPU during the run, set when it ends
+	procCPU  atomic.Int64 // ns: the process's CPU during the run, set when it ends
 
 	// Operator instances of every stage, ever (instantiate, closeSet).
 	instMu sync.Mutex
@@ -516,7 +516,7 @@ func (r *run) teardown(startErr error) (*Report, error) {
 		close(r.ck.acks)
 		<-r.ck.done
 	}
-	r.procCPU = sched.ProcessCPU() - r.procCPU0
+	r.procCPU.Store(int64(sched.ProcessCPU() - r.procCPU0))
 	err := r.firstErr()
 	if cerr := r.closeAll(); err == nil && cerr != nil {
 		err = cerr
