@@ -45,3 +45,26 @@ type Sink interface {
 type Sized interface {
 	Size() int64
 }
+
+// Splittable is implemented by finite sources that several source workers
+// can read at once, block by block (DESIGN.md, "Where the design goes
+// next": splits). The input is cut into Blocks() blocks fixed by the input
+// alone — Parquet row groups, generator sub-streams of a fixed record
+// count — never by the number of readers or by timing, so that what a
+// channel sees, consuming blocks in block order, does not depend on how
+// many workers read them.
+type Splittable interface {
+	Source
+	// Blocks is the number of blocks, ≥ 0. It does not change.
+	Blocks() int
+	// ReadBlock reads block b (0 ≤ b < Blocks()) and hands its data
+	// batches, in input order, to emit, which takes ownership of each. The
+	// batches are cut exactly as Next cuts them when it reads the same
+	// records (no batch spans two blocks, and Next's batches end at block
+	// ends too), with Pos set as Next sets it and Seq, Hash and Time zero.
+	// Malformed records go through the source's ErrorPolicy as under Next.
+	// An error from emit stops the read and is returned. ReadBlock may be
+	// called concurrently for different blocks (from different goroutines)
+	// but never concurrently with Next; it checks ctx between batches.
+	ReadBlock(ctx context.Context, b int, emit func(*Batch) error) error
+}

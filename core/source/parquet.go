@@ -36,19 +36,54 @@ import (
 // Pos is the 1-based row number in the file. A ParquetSource is used by
 // one goroutine.
 type ParquetSource struct {
-	path   string
-	f      *os.File
-	pf     *parquet.File
-	schema *core.Schema
-	cols   []*pqColumn
-	errs   *core.ErrorPolicy
+	path    string
+	f       *os.File
+	pf      *parquet.File
+	schema  *core.Schema
+	columns []*parquet.Column // the selected columns, in schema order
+	rgStart []int64           // row group i's first row (0-based)
+	errs    *core.ErrorPolicy
 
-	rg     int   // next row group to open
-	rgLeft int64 // rows left in the open row group
-	row    int64 // rows consumed so far; the next row's Pos is row+1
+	cur    *pqCursor // Next's
+	rg     int       // Next's next row group to open
 	total  int64
-	null   []int // per batch row: 1 + index of a null column, 0 if none
 	closed bool
+}
+
+// pqCursor reads the rows of one open row group at a time: one reader's
+// decoding state (Next has one; each ReadBlock call makes its own).
+type pqCursor struct {
+	cols   []*pqColumn
+	rg     int   // the open row group
+	rgLeft int64 // rows left in it
+	row    int64 // rows of the file before the next row; its Pos is row+1
+	null   []int // per batch row: 1 + index of a null column, 0 if none
+}
+
+// newCursor makes a cursor with fresh column decoders.
+func (s *ParquetSource) newCursor() *pqCursor {
+	cur := &pqCursor{null: make([]int, core.BatchSize)}
+	for _, c := range s.columns {
+		pc, _ := newPQColumn(c) // checked when the source was opened
+		cur.cols = append(cur.cols, pc)
+	}
+	return cur
+}
+
+// open starts row group i.
+func (cur *pqCursor) open(s *ParquetSource, i int) {
+	rg := s.pf.RowGroups()[i]
+	chunks := rg.ColumnChunks()
+	for _, c := range cur.cols {
+		c.open(chunks[c.leaf])
+	}
+	cur.rg, cur.rgLeft, cur.row = i, rg.NumRows(), s.rgStart[i]
+}
+
+func (cur *pqCursor) close() {
+	for _, c := range cur.cols {
+		c.closePages()
+	}
 }
 
 // Parquet opens the Parquet file at path. columns selects and orders the
@@ -91,7 +126,7 @@ func openParquet(path string, f *os.File, columns []string, errs *core.ErrorPoli
 	if len(columns) == 0 {
 		columns = names
 	}
-	s := &ParquetSource{path: path, f: f, pf: pf, errs: policy(errs), total: pf.NumRows(), null: make([]int, core.BatchSize)}
+	s := &ParquetSource{path: path, f: f, pf: pf, errs: policy(errs), total: pf.NumRows()}
 	fields := make([]core.Field, 0, len(columns))
 	for _, name := range columns {
 		c := root.Column(name)
@@ -102,7 +137,7 @@ func openParquet(path string, f *os.File, columns []string, errs *core.ErrorPoli
 		if err != nil {
 			return nil, fmt.Errorf("parquet source %s: %w (columns: %s)", path, err, strings.Join(names, ", "))
 		}
-		s.cols = append(s.cols, pc)
+		s.columns = append(s.columns, c)
 		fields = append(fields, core.Field{Name: name, Type: pc.out})
 	}
 	s.schema, err = core.NewSchema(fields...)
@@ -111,11 +146,13 @@ func openParquet(path string, f *os.File, columns []string, errs *core.ErrorPoli
 	}
 	var sum int64
 	for _, rg := range pf.RowGroups() {
+		s.rgStart = append(s.rgStart, sum)
 		sum += rg.NumRows()
 	}
 	if sum != s.total {
 		return nil, fmt.Errorf("parquet source %s: corrupt file: footer says %d rows, row groups hold %d", path, s.total, sum)
 	}
+	s.cur = s.newCursor()
 	return s, nil
 }
 
@@ -126,7 +163,8 @@ func (s *ParquetSource) Schema() *core.Schema { return s.schema }
 func (s *ParquetSource) Size() int64 { return s.total }
 
 // Next returns the next batch of up to core.BatchSize rows, owned by the
-// caller, or (nil, io.EOF) after the last row. Rows with a null go to the
+// caller, or (nil, io.EOF) after the last row. A batch never spans two
+// row groups (the blocks of ReadBlock). Rows with a null go to the
 // ErrorPolicy; under Fail, Next returns its *core.RecordError. A corrupt
 // page is an error naming the file, row group and column. Next does not
 // block on anything but file reads; it checks ctx once per call.
@@ -137,72 +175,106 @@ func (s *ParquetSource) Next(ctx context.Context) (*core.Batch, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	w := s.schema.Width()
+	cur := s.cur
+	rgs := s.pf.RowGroups()
 	for {
-		b := core.NewBatch(s.schema)
-		anyNull := false
-		eof := false
-		for !b.Full() {
-			if s.rgLeft == 0 {
-				ok, err := s.nextRowGroup()
-				if err != nil {
-					b.Release()
-					return nil, err
-				}
-				if !ok {
-					eof = true
-					break
-				}
-				continue
+		if cur.rgLeft == 0 {
+			if s.rg == len(rgs) {
+				cur.close()
+				return nil, io.EOF
 			}
-			k := min(int64(core.BatchSize-b.Len), s.rgLeft)
-			r0 := b.Len
-			for i := int64(1); i <= k; i++ {
-				b.Append(0, 0, core.NoTime, s.row+i)
-			}
-			for ci, c := range s.cols {
-				null, err := c.fill(b.Vals, w, ci, r0, int(k), s.null)
-				if err != nil {
-					b.Release()
-					clear(s.null)
-					return nil, fmt.Errorf("parquet source %s: row group %d, column %q: %w", s.path, s.rg-1, c.name, err)
-				}
-				anyNull = anyNull || null
-			}
-			s.row += k
-			s.rgLeft -= k
+			cur.open(s, s.rg)
+			s.rg++
+			continue
 		}
-		if anyNull {
-			if err := s.dropNulls(b); err != nil {
-				b.Release()
-				return nil, err
-			}
+		b, err := s.readBatch(cur)
+		if err != nil || b.Len > 0 {
+			return b, err
 		}
-		if b.Len > 0 {
-			return b, nil
+		b.Release() // every row had a null
+	}
+}
+
+// Blocks is the number of row groups (core.Splittable): block i is row
+// group i.
+func (s *ParquetSource) Blocks() int { return len(s.pf.RowGroups()) }
+
+// ReadBlock reads row group b with decoders of its own (core.Splittable),
+// in Next's batches. Several goroutines may read different row groups at
+// once: the file is read with ReadAt, and each call keeps its own pages,
+// dictionaries and string interners.
+func (s *ParquetSource) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+	if b < 0 || b >= s.Blocks() {
+		return fmt.Errorf("parquet source %s: no row group %d (%d in the file)", s.path, b, s.Blocks())
+	}
+	cur := s.newCursor()
+	defer cur.close()
+	cur.open(s, b)
+	for cur.rgLeft > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		b.Release()
-		if eof {
-			return nil, io.EOF
+		bt, err := s.readBatch(cur)
+		if err != nil {
+			return err
+		}
+		if bt.Len == 0 {
+			bt.Release()
+			continue
+		}
+		if err := emit(bt); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// readBatch decodes up to core.BatchSize rows of cur's open row group
+// (which has rows left) into a new batch; rows with a null go to the
+// ErrorPolicy and are left out, so the batch may be empty.
+func (s *ParquetSource) readBatch(cur *pqCursor) (*core.Batch, error) {
+	w := s.schema.Width()
+	b := core.NewBatch(s.schema)
+	k := min(int64(core.BatchSize), cur.rgLeft)
+	for i := int64(1); i <= k; i++ {
+		b.Append(0, 0, core.NoTime, cur.row+i)
+	}
+	anyNull := false
+	for ci, c := range cur.cols {
+		null, err := c.fill(b.Vals, w, ci, 0, int(k), cur.null)
+		if err != nil {
+			b.Release()
+			clear(cur.null)
+			return nil, fmt.Errorf("parquet source %s: row group %d, column %q: %w", s.path, cur.rg, c.name, err)
+		}
+		anyNull = anyNull || null
+	}
+	cur.row += k
+	cur.rgLeft -= k
+	if anyNull {
+		if err := s.dropNulls(b, cur); err != nil {
+			b.Release()
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // dropNulls hands the rows of b that hold a null to the ErrorPolicy and
 // removes them, keeping the others in order.
-func (s *ParquetSource) dropNulls(b *core.Batch) error {
+func (s *ParquetSource) dropNulls(b *core.Batch, cur *pqCursor) error {
 	j := 0
 	for i := 0; i < b.Len; i++ {
-		nc := s.null[i]
+		nc := cur.null[i]
 		if nc == 0 {
 			b.Move(j, i)
 			j++
 			continue
 		}
-		s.null[i] = 0
+		cur.null[i] = 0
 		raw := rowText(b, i, nc-1)
-		if err := s.errs.Bad(s.path, b.Pos[i], raw, fmt.Errorf("field %q is null", s.cols[nc-1].name)); err != nil {
-			clear(s.null[i:])
+		if err := s.errs.Bad(s.path, b.Pos[i], raw, fmt.Errorf("field %q is null", cur.cols[nc-1].name)); err != nil {
+			clear(cur.null[i:])
 			return err
 		}
 	}
@@ -227,38 +299,13 @@ func rowText(b *core.Batch, i, nullCol int) string {
 	return string(buf)
 }
 
-// nextRowGroup closes the current row group's pages and opens the next
-// one's. It reports false after the last row group.
-func (s *ParquetSource) nextRowGroup() (bool, error) {
-	rgs := s.pf.RowGroups()
-	for s.rg < len(rgs) {
-		rg := rgs[s.rg]
-		s.rg++
-		if rg.NumRows() == 0 {
-			continue
-		}
-		chunks := rg.ColumnChunks()
-		for _, c := range s.cols {
-			c.open(chunks[c.leaf])
-		}
-		s.rgLeft = rg.NumRows()
-		return true, nil
-	}
-	for _, c := range s.cols {
-		c.closePages()
-	}
-	return false, nil
-}
-
 // Close closes the file. Safe to call more than once.
 func (s *ParquetSource) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	for _, c := range s.cols {
-		c.closePages()
-	}
+	s.cur.close()
 	return s.f.Close()
 }
 
