@@ -27,6 +27,7 @@ import (
 
 type runFlags struct {
 	channels   int
+	sourcePar  int
 	quiet      bool
 	cpuProfile string
 	memProfile string
@@ -46,6 +47,9 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("source-parallelism") && fl.sourcePar < 1 {
+				return usageErr(fmt.Errorf("--source-parallelism must be ≥ 1, not %d", fl.sourcePar))
+			}
 			if cmd.Flags().Changed("channels") && fl.channels < 1 {
 				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
 			}
@@ -56,6 +60,7 @@ func newRunCmd() *cobra.Command {
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
+	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading a Parquet file's row groups at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
@@ -83,7 +88,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 	}
 	say := func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }
-	opts := jobfile.Options{Channels: fl.channels, Restore: fl.restore, Warn: say}
+	opts := jobfile.Options{Channels: fl.channels, SourceParallelism: fl.sourcePar, Restore: fl.restore, Warn: say}
 	if !fl.quiet {
 		opts.Info = say
 	}
@@ -253,7 +258,7 @@ func printCPU(w io.Writer, r *runtime.Report) {
 	var staged time.Duration
 	for _, s := range r.Stages {
 		name := s.Stage
-		if s.Replicated {
+		if s.Replicated || s.Index > 0 {
 			name = fmt.Sprintf("%s %d", s.Stage, s.Index)
 		}
 		staged += s.CPU

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type Options struct {
 	// "not set"; negative is out of range), is an error that names
 	// --channels, not a position in the file.
 	Channels int
+	// SourceParallelism, if > 0, replaces source.parallelism (streamd run
+	// --source-parallelism); negative is out of range.
+	SourceParallelism int
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
 	// ElasticLog, if set, receives the elastic controller's timeline (CSV).
@@ -96,6 +100,9 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		}
 	}
 	if job.Pre, schema, err = f.buildOps("pipeline", s.Pipeline, schema, errs, nil); err != nil {
+		return nil, err
+	}
+	if job.SourceParallelism, err = f.sourceParallelism(opt); err != nil {
 		return nil, err
 	}
 	if opt.Channels != 0 && s.Region == nil {
@@ -164,6 +171,29 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 // ioStates describes the job's source and sink for runtime.Checkpointing:
 // their settings as JSON, without what a restored run may change (a
 // generator's count and rate, a CSV file's parsing parallelism).
+// maxSourceParallelism bounds source.parallelism.
+const maxSourceParallelism = 256
+
+// sourceParallelism is source.parallelism, or --source-parallelism (0:
+// the engine chooses).
+func (f *File) sourceParallelism(opt Options) (int, error) {
+	if opt.SourceParallelism < 0 || opt.SourceParallelism > maxSourceParallelism {
+		return 0, fmt.Errorf("--source-parallelism %d: source parallelism must be between 1 and %d", opt.SourceParallelism, maxSourceParallelism)
+	}
+	if opt.SourceParallelism > 0 {
+		return opt.SourceParallelism, nil
+	}
+	p := f.Spec.Source.Parallelism
+	if p == nil || *p == "auto" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(*p)
+	if err != nil || n < 1 || n > maxSourceParallelism {
+		return 0, f.errAt("source.parallelism", "parallelism must be \"auto\" or a whole number between 1 and %d, not %q", maxSourceParallelism, *p)
+	}
+	return n, nil
+}
+
 // durationValue renders a duration setting by its value (def when unset or
 // unparsable: the build reports those).
 func durationValue(v string, def time.Duration) string {

@@ -32,6 +32,10 @@ type SourceSpec struct {
 	JSONL     *JSONLSpec     `yaml:"jsonl"`
 	Stdin     *StdinSpec     `yaml:"stdin"`
 	Generator *GeneratorSpec `yaml:"generator"`
+	// Parallelism is how many source workers read the source at once
+	// (runtime.Job.SourceParallelism): "auto" or absent lets the engine
+	// choose, 1 … 256 sets it.
+	Parallelism *string `yaml:"parallelism"`
 }
 
 // ParquetSpec reads a Parquet file.

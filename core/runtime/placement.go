@@ -60,10 +60,10 @@ func (p *CorePlacer) Start(stage string, index int, run func()) func() {
 		return goPlacer{}.Start(stage, index, run)
 	}
 	cfg := sched.WorkerConfig{Name: fmt.Sprintf("%s-%d", stage, index), Warn: p.log.Warn}
-	switch stage {
-	case "source":
+	switch {
+	case stage == "source" && index == 0:
 		cfg.Core = p.reserved[0]
-	case "merger":
+	case stage == "merger":
 		if len(p.reserved) > 1 {
 			cfg.Core = p.reserved[1]
 		}

@@ -97,11 +97,22 @@ func (l Live) RingLen() []int {
 	l.r.ringsMu.Lock()
 	defer l.r.ringsMu.Unlock()
 	n := min(int(l.r.curChans.Load()), len(l.r.chanIn))
+	// Channel c's input: one ring, or the exchange's M rings together.
 	out := make([]int, n)
 	for c, rg := range l.r.chanIn[:n] {
 		out[c] = rg.Len()
 	}
 	return out
+}
+
+// blockedNs is how long the splitters (one, or one per source worker)
+// were blocked on channel c's full rings, ns.
+func (r *run) blockedNs(c int) int64 {
+	var ns int64
+	for _, sp := range r.splitters {
+		ns += sp.blocked[c].Load()
+	}
+	return ns
 }
 
 func (r *run) report(wall time.Duration) *Report {
@@ -123,7 +134,7 @@ func (r *run) report(wall time.Duration) *Report {
 		add("region", r.job.Region.Ops, region)
 		for c := range int(r.usedChans.Load()) {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
-				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.splitter.blocked[c].Load()})
+				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c)})
 		}
 	}
 	add("post", r.job.Post, post)
@@ -141,7 +152,7 @@ func (r *run) report(wall time.Duration) *Report {
 	r.cpuMu.Lock()
 	for _, sc := range r.cpus {
 		sc.mu.Lock()
-		rep.Stages = append(rep.Stages, StageCPU{Stage: sc.stage, Index: sc.index, CPU: sc.cpu, Wait: sc.wait, Replicated: sc.stage == "channel"})
+		rep.Stages = append(rep.Stages, StageCPU{Stage: sc.stage, Index: sc.index, CPU: sc.cpu, Wait: sc.wait, Replicated: sc.replicated})
 		sc.mu.Unlock()
 	}
 	r.cpuMu.Unlock()

@@ -139,7 +139,7 @@ func (r *run) rescale(n int) error {
 		}
 		rings = append(rings, in)
 		rc.outs = append(rc.outs, out)
-		if err := r.startChannel(c, n, in, out, sp.lastWM, rc); err != nil {
+		if err := r.startChannel(c, n, ringInput{in}, out, sp.lastWM, rc); err != nil {
 			return err
 		}
 	}

@@ -59,7 +59,7 @@ type run struct {
 	// stage can cancel them all.
 	ringsMu sync.Mutex
 	rings   []*ring.SPSC[*core.Batch]
-	chanIn  []*ring.SPSC[*core.Batch] // channel c's input ring, by c (ringsMu; for Live.RingLen)
+	chanIn  []input // channel c's input, by c (ringsMu; for Live.RingLen)
 
 	// Checkpoints (checkpoint.go).
 	ck           *checkpointer
@@ -83,6 +83,12 @@ type run struct {
 	cpus     []*stageCPU
 	procCPU0 time.Duration
 	procCPU  atomic.Int64 // ns: the process's CPU during the run, set when it ends
+
+	// x is the M×N exchange of parallel source workers (exchange.go), nil
+	// for the single source stage; splitters are the one splitter or the
+	// workers', for the report.
+	x         *exchange
+	splitters []*splitter
 
 	// Operator instances of every stage, ever (instantiate, closeSet).
 	instMu sync.Mutex
@@ -311,15 +317,18 @@ func (r *run) build() error {
 	job := r.job
 	r.start = time.Now()
 	r.procCPU0 = sched.ProcessCPU()
-	r.srcCPU = r.newStageCPU("source", 0)
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	r.preCounters, r.postCounters = newCounters(len(job.Pre)), newCounters(len(job.Post))
 	var err error
-	if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
-		return err
-	}
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
+	}
+	if sourceWorkers(job, goruntime.NumCPU()) == 0 {
+		// The single source stage (the exchange's workers make their own).
+		r.srcCPU = r.newStageCPU("source", 0)
+		if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
+			return err
+		}
 	}
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
@@ -359,20 +368,28 @@ func (r *run) build() error {
 		// More busy stages than cores: a waiting stage yielding its thread
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
-		ins := make([]*ring.SPSC[*core.Batch], n)
-		for c := range ins {
-			if ins[c], err = r.newRing(); err != nil {
+		r.chanStats = make([]ChannelStats, r.maxChannels)
+		if m := sourceWorkers(job, goruntime.NumCPU()); m > 0 {
+			r.yield = n+m+1 > goruntime.NumCPU()
+			if err := r.buildExchange(m, splitIn); err != nil {
 				return err
 			}
-		}
-		if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
-			return err
-		}
-		r.splitter.cpu = r.srcCPU
-		r.chanStats = make([]ChannelStats, r.maxChannels)
-		r.initialTable = r.splitter.table
-		if r.scaler, err = newScaler(reg, job.Log); err != nil {
-			return err
+		} else {
+			ins := make([]*ring.SPSC[*core.Batch], n)
+			for c := range ins {
+				if ins[c], err = r.newRing(); err != nil {
+					return err
+				}
+			}
+			if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
+				return err
+			}
+			r.splitter.cpu = r.srcCPU
+			r.splitters = []*splitter{r.splitter}
+			r.initialTable = r.splitter.table
+			if r.scaler, err = newScaler(reg, job.Log); err != nil {
+				return err
+			}
 		}
 		r.regionOut = outSchema(splitIn, reg.Ops)
 		sinkIn = r.regionOut
@@ -462,14 +479,20 @@ func (r *run) launch() error {
 	if job.Region == nil {
 		head = postChain.Push
 	} else {
-		head = r.splitter.route
-		outs := make([]*ring.SPSC[*core.Batch], len(r.splitter.rings))
-		for c, in := range r.splitter.rings {
+		n := job.Region.Channels
+		outs := make([]*ring.SPSC[*core.Batch], n)
+		for c := range outs {
+			var in input
+			if r.x != nil {
+				in = r.x.input(c, job.EventTime.MaxOutOfOrder, r.startWM)
+			} else {
+				in = ringInput{r.splitter.rings[c]}
+			}
 			var err error
 			if outs[c], err = r.newRing(); err != nil {
 				return err
 			}
-			if err = r.startChannel(c, len(outs), in, outs[c], r.startWM, nil); err != nil {
+			if err = r.startChannel(c, n, in, outs[c], r.startWM, nil); err != nil {
 				return err
 			}
 		}
@@ -487,6 +510,13 @@ func (r *run) launch() error {
 	if r.ck != nil {
 		r.ckRunning = true
 		go r.ck.run(r.log.Info, r.log.Warn)
+	}
+	if r.x != nil {
+		r.launchWorkers()
+		return nil
+	}
+	if head == nil {
+		head = r.splitter.route
 	}
 	preChain := chainOf(r.pre.insts, head)
 	r.wg.Add(1)
@@ -635,7 +665,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 // startChannel instantiates the region's operators for channel c of n and
 // starts its stage. join, for a channel added by a reconfiguration, is that
 // reconfiguration: the channel adopts its key groups before it starts.
-func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
+func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
 	set, err := r.instantiate(r.job.Region.Ops, core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
 	if err != nil {
 		return err
@@ -648,6 +678,7 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, 
 	r.ringsMu.Unlock()
 	r.wg.Add(1)
 	sc := r.newStageCPU("channel", c)
+	sc.replicated = true
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("channel", c)
@@ -665,7 +696,7 @@ func (r *run) startChannel(c, n int, in, out *ring.SPSC[*core.Batch], wm int64, 
 
 // channel runs channel c of the region: pop, process through the fused
 // region operators, push to the merger's ring.
-func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, join *reconf, sc *stageCPU) {
+func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []instance, join *reconf, sc *stageCPU) {
 	stats := &r.chanStats[c]
 	var pending *core.Batch
 	var progress uint64
@@ -728,7 +759,7 @@ func (r *run) channel(c int, in, out *ring.SPSC[*core.Batch], insts []instance, 
 		}
 	}
 	for {
-		b, err := sc.pop(in)
+		b, err := in.pop(sc)
 		if err != nil {
 			return // closed without End: the source failed and said so
 		}

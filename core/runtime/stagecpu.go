@@ -25,8 +25,9 @@ import (
 // complete at once, a doorbell wait), so the data path pays nothing when
 // rings have room.
 type stageCPU struct {
-	stage string // "source", "channel", "merger"
-	index int
+	stage      string // "source", "channel", "merger"
+	index      int
+	replicated bool // a channel, or one of several source workers
 
 	start time.Duration // thread CPU at begin
 	mu    sync.Mutex    // guards cpu and wait for live readers

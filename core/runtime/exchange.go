@@ -1,0 +1,275 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"streamd/core"
+	"streamd/ring"
+)
+
+// Parallel sources and the M×N exchange (docs/ARCHITECTURE.md, "Parallel
+// sources and the M×N exchange").
+//
+// A core.Splittable source is read by M source workers: block b by worker
+// b mod M. Each worker runs event time, its own instances of the
+// pre-region operators and its own splitter, whose sequence numbers for
+// block b start at b<<32, so that sequence order is input order whatever M
+// is. Worker w pushes to channel c on ring (w, c) only: M×N SPSC rings.
+//
+// On each ring, per block, a worker sends the block's records for c, after
+// every source batch a watermark candidate (a Watermark marker whose
+// Watermark field is the block's largest event time so far, not a
+// watermark), and at the block's end a block-end marker (a Pulse whose
+// Control is blockEnd, Watermark the block's largest event time, NoTime if
+// none). A channel reads blocks in block order (blockInput), so it sees
+// the records of its key groups in input order, and turns each candidate
+// into the watermark the sequential reader would have emitted at that
+// point: max(largest event time of the blocks before, the candidate) −
+// bound − 1, forwarded only when it rises. Every channel sees every
+// candidate at the same sequence number and computes the same watermark,
+// so window firings, late records and the merger's alignment are the
+// sequential reader's. After the last block a channel makes the End
+// marker itself, at sequence number blocks<<32 in every channel.
+
+// blockEnd is the Control of the marker that ends a block on a ring.
+var blockEnd = &struct{ name string }{"block end"}
+
+// blockSeqBits is the room a block has in the sequence space: record and
+// marker i of block b get sequence number b<<blockSeqBits + i.
+const blockSeqBits = 32
+
+// input is what a channel reads: one ring (the single source stage), or
+// the M rings of the exchange taken in block order.
+type input interface {
+	pop(sc *stageCPU) (*core.Batch, error)
+	Cancel()
+	Len() int
+}
+
+// ringInput is a channel's one input ring.
+type ringInput struct{ *ring.SPSC[*core.Batch] }
+
+func (in ringInput) pop(sc *stageCPU) (*core.Batch, error) { return sc.pop(in.SPSC) }
+
+// blockInput is channel c's side of the exchange: ring w carries the
+// blocks worker w reads, and blocks are taken in block order. Only the
+// channel's goroutine calls pop; Cancel and Len are safe from anywhere.
+type blockInput struct {
+	rings   []*ring.SPSC[*core.Batch] // by worker
+	blocks  int
+	bound   int64 // max out-of-orderness, ns
+	b       int   // the block being read
+	prevMax int64 // largest event time of blocks < b
+	lastWM  int64 // last watermark forwarded
+	ended   bool
+}
+
+func newBlockInput(rings []*ring.SPSC[*core.Batch], blocks int, bound, startWM int64) *blockInput {
+	return &blockInput{rings: rings, blocks: blocks, bound: bound, prevMax: core.NoTime, lastWM: startWM}
+}
+
+func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
+	for {
+		if in.b == in.blocks {
+			if in.ended {
+				return nil, ring.ErrClosed
+			}
+			in.ended = true
+			end := core.NewMarker(core.End)
+			end.MarkSeq, end.Stamp = uint64(in.blocks)<<blockSeqBits, time.Now().UnixNano()
+			return end, nil
+		}
+		bt, err := sc.pop(in.rings[in.b%len(in.rings)])
+		if err != nil {
+			return nil, err
+		}
+		switch bt.Kind {
+		case core.Pulse:
+			if bt.Control == blockEnd {
+				in.prevMax = max(in.prevMax, bt.Watermark)
+				in.b++
+				bt.Release()
+				continue
+			}
+		case core.Watermark:
+			if wm := max(in.prevMax, bt.Watermark) - in.bound - 1; wm > in.lastWM {
+				in.lastWM, bt.Watermark = wm, wm
+			} else {
+				// No new watermark here: the point still tells the merger
+				// how far this channel is.
+				bt.Kind, bt.Watermark = core.Pulse, 0
+			}
+		}
+		return bt, nil
+	}
+}
+
+func (in *blockInput) Cancel() {
+	for _, rg := range in.rings {
+		rg.Cancel()
+	}
+}
+
+func (in *blockInput) Len() int {
+	n := 0
+	for _, rg := range in.rings {
+		n += rg.Len()
+	}
+	return n
+}
+
+// exchange is the parallel-source side of a run: M workers, each with its
+// splitter (rings (w, 0..N-1)) and pre-region instances.
+type exchange struct {
+	src       core.Splittable
+	splitters []*splitter
+	pre       []*instSet
+	cpus      []*stageCPU
+}
+
+// sourceWorkers is how many source workers read the job's source: 0 for
+// the single source stage (no region, a source that cannot be split, or
+// what the exchange does not carry yet: checkpoints and live channel
+// changes), otherwise Job.SourceParallelism (0: as many as the cores
+// allow beside the channels and the merger), at most one per block.
+func sourceWorkers(job *Job, cores int) int {
+	sp, ok := job.Source.(core.Splittable)
+	reg := job.Region
+	if !ok || reg == nil || job.Checkpoint != nil || reg.Elastic != nil || reg.Schedule != nil ||
+		reg.MaxChannels > reg.Channels || job.SourceParallelism < 0 {
+		return 0
+	}
+	m := job.SourceParallelism
+	if m == 0 {
+		m = cores - reg.Channels - 1
+	}
+	return max(1, min(m, sp.Blocks()))
+}
+
+// buildExchange makes the M×N rings, the workers' splitters and their
+// pre-region instances.
+func (r *run) buildExchange(m int, splitIn *core.Schema) error {
+	reg := r.job.Region
+	n := reg.Channels
+	x := &exchange{src: r.job.Source.(core.Splittable)}
+	for w := range m {
+		rings := make([]*ring.SPSC[*core.Batch], n)
+		for c := range rings {
+			var err error
+			if rings[c], err = r.newRing(); err != nil {
+				return err
+			}
+		}
+		sp, err := newSplitter(rings, splitIn, reg, n)
+		if err != nil {
+			return err
+		}
+		sc := r.newStageCPU("source", w)
+		sc.replicated = true
+		sp.cpu = sc
+		pre, err := r.instantiate(r.job.Pre, core.Env{Channel: w, Channels: m, Errors: r.job.Errors}, r.preCounters)
+		if err != nil {
+			return err
+		}
+		x.splitters = append(x.splitters, sp)
+		x.pre = append(x.pre, pre)
+		x.cpus = append(x.cpus, sc)
+	}
+	r.x = x
+	r.splitters = x.splitters
+	return nil
+}
+
+// input is channel c's side of the exchange.
+func (x *exchange) input(c int, bound, startWM int64) *blockInput {
+	rings := make([]*ring.SPSC[*core.Batch], len(x.splitters))
+	for w, sp := range x.splitters {
+		rings[w] = sp.rings[c]
+	}
+	return newBlockInput(rings, x.src.Blocks(), bound, startWM)
+}
+
+// launchWorkers starts the M source workers.
+func (r *run) launchWorkers() {
+	m := len(r.x.splitters)
+	for w := range m {
+		r.wg.Add(1)
+		r.placer.Start("source", w, func() {
+			defer r.wg.Done()
+			defer r.recoverStage("source", w)
+			sc := r.x.cpus[w]
+			sc.begin()
+			defer sc.end()
+			r.sourceWorker(w, m)
+		})
+	}
+}
+
+// sourceWorker reads blocks w, w+M, w+2M … and feeds each through event
+// time, the pre-region operators and its splitter.
+func (r *run) sourceWorker(w, m int) {
+	sp := r.x.splitters[w]
+	pre := chainOf(r.x.pre[w].insts, sp.route)
+	field, unit := r.timeField, r.timeUnit
+	maxT := int64(core.NoTime)
+	emit := func(b *core.Batch) error {
+		r.recordsIn.Add(int64(b.Len))
+		if b.Stamp == 0 {
+			b.Stamp = time.Now().UnixNano()
+		}
+		if field >= 0 {
+			wd := b.Schema.Width()
+			for i := 0; i < b.Len; i++ {
+				t := b.Vals[i*wd+field].Int() * unit
+				b.Time[i] = t
+				maxT = max(maxT, t)
+			}
+		}
+		stamp := b.Stamp
+		if err := pre.Push(b); err != nil {
+			return err
+		}
+		if maxT == core.NoTime {
+			return nil
+		}
+		// The watermark candidate: pre-region operators are stateless
+		// (their Watermark does nothing), so it goes to the splitter
+		// directly.
+		mk := core.NewMarker(core.Watermark)
+		mk.Watermark, mk.Stamp = maxT, stamp
+		return sp.route(mk)
+	}
+	err := r.ctx.Err()
+	for b := w; b < r.x.src.Blocks() && err == nil; b += m {
+		base := uint64(b) << blockSeqBits
+		sp.seq, maxT = base, core.NoTime
+		if err = r.x.src.ReadBlock(r.ctx, b, emit); err != nil {
+			break
+		}
+		if sp.seq-base >= 1<<blockSeqBits-1 {
+			err = fmt.Errorf("source block %d holds more than %d records and markers", b, uint64(1)<<blockSeqBits-1)
+			break
+		}
+		for c := range sp.rings {
+			mk := core.NewMarker(core.Pulse)
+			mk.Control, mk.Watermark, mk.MarkSeq = blockEnd, maxT, sp.seq
+			if err = sp.push(c, mk); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		for _, rg := range sp.rings {
+			rg.Close()
+		}
+		return
+	}
+	if errors.Is(err, io.EOF) { // a source must not end a block early with EOF
+		err = fmt.Errorf("source worker %d: %w", w, err)
+	}
+	r.fail(err)
+	r.cancelRings()
+}
