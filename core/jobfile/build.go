@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"regexp"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -183,13 +182,9 @@ func (f *File) sourceParallelism(opt Options) (int, error) {
 	if opt.SourceParallelism > 0 {
 		return opt.SourceParallelism, nil
 	}
-	p := f.Spec.Source.Parallelism
-	if p == nil || *p == "auto" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(*p)
-	if err != nil || n < 1 || n > maxSourceParallelism {
-		return 0, f.errAt("source.parallelism", "parallelism must be \"auto\" or a whole number between 1 and %d, not %q", maxSourceParallelism, *p)
+	n := f.Spec.Source.Parallelism
+	if n < 0 || n > maxSourceParallelism {
+		return 0, f.errAt("source.parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxSourceParallelism, n)
 	}
 	return n, nil
 }

@@ -33,9 +33,9 @@ type SourceSpec struct {
 	Stdin     *StdinSpec     `yaml:"stdin"`
 	Generator *GeneratorSpec `yaml:"generator"`
 	// Parallelism is how many source workers read the source at once
-	// (runtime.Job.SourceParallelism): "auto" or absent lets the engine
+	// (runtime.Job.SourceParallelism): 0 (the default) lets the engine
 	// choose, 1 … 256 sets it.
-	Parallelism *string `yaml:"parallelism"`
+	Parallelism int `yaml:"parallelism"`
 }
 
 // ParquetSpec reads a Parquet file.
