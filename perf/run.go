@@ -176,7 +176,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 			if job.Region != nil {
 				channels = job.Region.Channels
 			}
-			p := runtime.NewCorePlacer(channels, opt.Log)
+			p := runtime.NewCorePlacer(channels, runtime.SourceWorkers(job), opt.Log)
 			job.Placer = p
 			res.Machine.Pinned = p.Pinned()
 		}

@@ -15,5 +15,5 @@ func place(f *jobfile.File, job *runtime.Job) {
 	if job.Region != nil {
 		channels = job.Region.Channels
 	}
-	job.Placer = runtime.NewCorePlacer(channels, job.Log)
+	job.Placer = runtime.NewCorePlacer(channels, runtime.SourceWorkers(job), job.Log)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"time"
 
 	"streamd/core"
@@ -134,7 +135,8 @@ type exchange struct {
 // the single source stage (no region, a source that cannot be split, or
 // what the exchange does not carry yet: checkpoints and live channel
 // changes), otherwise Job.SourceParallelism (0: as many as the cores
-// allow beside the channels and the merger), at most one per block.
+// allow beside the channels, the merger and one core to spare), at least
+// one, at most one per block.
 func sourceWorkers(job *Job, cores int) int {
 	sp, ok := job.Source.(core.Splittable)
 	reg := job.Region
@@ -144,10 +146,16 @@ func sourceWorkers(job *Job, cores int) int {
 	}
 	m := job.SourceParallelism
 	if m == 0 {
-		m = cores - reg.Channels - 1
+		// A core each beside the channels and the merger, and one to spare
+		// for the Go runtime and the OS (CorePlacer pins only then).
+		m = cores - reg.Channels - 2
 	}
 	return max(1, min(m, sp.Blocks()))
 }
+
+// SourceWorkers is how many source workers Run will start for job on this
+// machine (0: the single source stage), for placement.
+func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU()) }
 
 // buildExchange makes the M×N rings, the workers' splitters and their
 // pre-region instances.

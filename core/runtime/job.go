@@ -22,8 +22,8 @@ type Job struct {
 	Errors *core.ErrorPolicy
 	// SourceParallelism is how many source workers read a source that can
 	// be split (core.Splittable) in a job with a region (exchange.go): 0
-	// chooses (the cores beside the channels and the merger, at least 1,
-	// at most one per block), a negative value keeps the single source
+	// chooses (the cores beside the channels, the merger and one to spare,
+	// at least 1, at most one per block), a negative value keeps the single source
 	// stage. Jobs with checkpoints or live channel changes keep the single
 	// source stage for now. The output does not depend on it. Pre-region
 	// operators must be stateless per record: each worker runs its own

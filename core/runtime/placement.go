@@ -27,15 +27,17 @@ type CorePlacer struct {
 }
 
 // NewCorePlacer detects the usable CPU set (affinity mask and cgroup quota)
-// for a job of the given channel count and logs where the numbers came
-// from.
-func NewCorePlacer(channels int, log *slog.Logger) *CorePlacer {
+// for a job of the given channel count and source workers (SourceWorkers;
+// 0 counts as the one source stage) and logs where the numbers came from.
+// The first source stage and the merger get the two reserved cores; every
+// other source worker and every channel leases one.
+func NewCorePlacer(channels, sources int, log *slog.Logger) *CorePlacer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cpus := sched.Detect()
 	p := &CorePlacer{log: log}
-	stages := channels + 2
+	stages := channels + max(1, sources) + 1
 	log.Info("cpus", "detail", cpus.String())
 	switch {
 	case cpus.Cores() < stages:
