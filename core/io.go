@@ -68,3 +68,27 @@ type Splittable interface {
 	// but never concurrently with Next; it checks ctx between batches.
 	ReadBlock(ctx context.Context, b int, emit func(*Batch) error) error
 }
+
+// EncodingSink is a sink whose records several goroutines can encode at
+// once, while one goroutine writes the encoded bytes in output order
+// (DESIGN.md: encoding in parallel, the one serial step writes bytes).
+// The runtime uses it in place of Write when it runs parallel output
+// workers; a sink must work both ways.
+type EncodingSink interface {
+	Sink
+	// NewEncoder returns an encoder for the records of the schema the
+	// sink was opened with. Call it after Open; each encoder is used by
+	// one goroutine at a time, and several may run at once.
+	NewEncoder() Encoder
+	// WriteEncoded appends p, bytes made by encoders of this sink, to the
+	// output. Calls come from one goroutine, in output order; p is
+	// borrowed. It returns write errors as Write does.
+	WriteEncoded(p []byte) error
+}
+
+// Encoder turns data batches into the bytes of an EncodingSink's format.
+type Encoder interface {
+	// Encode appends the encoding of every record of b to dst and returns
+	// the extended slice. b is borrowed.
+	Encode(dst []byte, b *Batch) []byte
+}

@@ -48,7 +48,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "rescales\t%d\n", r.Rescales)
 	}
 	if r.SerialFraction > 0 {
-		fmt.Fprintf(tw, "serial fraction\t%.1f %% (source and merger stages' work / all work)\n", 100*r.SerialFraction)
+		fmt.Fprintf(tw, "serial fraction\t%.1f %% (work of the stages that run once over all work)\n", 100*r.SerialFraction)
 	}
 	l := r.Latency
 	if l.Count > 0 {

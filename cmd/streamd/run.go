@@ -28,6 +28,7 @@ import (
 type runFlags struct {
 	channels   int
 	sourcePar  int
+	outWorkers int
 	quiet      bool
 	cpuProfile string
 	memProfile string
@@ -50,6 +51,9 @@ func newRunCmd() *cobra.Command {
 			if cmd.Flags().Changed("source-parallelism") && fl.sourcePar < 1 {
 				return usageErr(fmt.Errorf("--source-parallelism must be ≥ 1, not %d", fl.sourcePar))
 			}
+			if cmd.Flags().Changed("output-workers") && fl.outWorkers < 1 {
+				return usageErr(fmt.Errorf("--output-workers must be ≥ 1, not %d", fl.outWorkers))
+			}
 			if cmd.Flags().Changed("channels") && fl.channels < 1 {
 				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
 			}
@@ -61,6 +65,7 @@ func newRunCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading a Parquet file's row groups at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
+	cmd.Flags().IntVar(&fl.outWorkers, "output-workers", 0, "output workers running the post-region operators and encoding, 1 to 256 (overrides runtime.output_workers; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
@@ -88,7 +93,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 	}
 	say := func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }
-	opts := jobfile.Options{Channels: fl.channels, SourceParallelism: fl.sourcePar, Restore: fl.restore, Warn: say}
+	opts := jobfile.Options{Channels: fl.channels, SourceParallelism: fl.sourcePar, OutputWorkers: fl.outWorkers, Restore: fl.restore, Warn: say}
 	if !fl.quiet {
 		opts.Info = say
 	}
@@ -266,7 +271,7 @@ func printCPU(w io.Writer, r *runtime.Report) {
 	}
 	fmt.Fprintf(w, "  %-12s %10s  (parse workers, checkpoint writer, garbage collector)\n", "other", sec(max(0, r.ProcessCPU-staged)))
 	if r.SerialFraction > 0 {
-		fmt.Fprintf(w, "serial fraction %.1f %% (source and merger stages' work / all work; Amdahl: at most %.1fx on 14 cores)\n",
+		fmt.Fprintf(w, "serial fraction %.1f %% (work of the stages that run once — source stage, merger, writer — over all work; Amdahl: at most %.1fx on 14 cores)\n",
 			100*r.SerialFraction, runtime.AmdahlBound(r.SerialFraction, 14))
 	}
 }

@@ -38,6 +38,9 @@ type Options struct {
 	// SourceParallelism, if > 0, replaces source.parallelism (streamd run
 	// --source-parallelism); negative is out of range.
 	SourceParallelism int
+	// OutputWorkers, if > 0, replaces runtime.output_workers (streamd run
+	// --output-workers); negative is out of range.
+	OutputWorkers int
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
 	// ElasticLog, if set, receives the elastic controller's timeline (CSV).
@@ -101,7 +104,10 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if job.Pre, schema, err = f.buildOps("pipeline", s.Pipeline, schema, errs, nil); err != nil {
 		return nil, err
 	}
-	if job.SourceParallelism, err = f.sourceParallelism(opt); err != nil {
+	if job.SourceParallelism, err = f.workers("source.parallelism", "--source-parallelism", f.Spec.Source.Parallelism, opt.SourceParallelism); err != nil {
+		return nil, err
+	}
+	if job.OutputParallelism, err = f.workers("runtime.output_workers", "--output-workers", f.Spec.Runtime.OutputWorkers, opt.OutputWorkers); err != nil {
 		return nil, err
 	}
 	if opt.Channels != 0 && s.Region == nil {
@@ -161,7 +167,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	}
 	if s.DeadLetterPath != "" {
 		// The dead-letter file's directory is created with the sink's.
-		job.Sink = mkdirSink{job.Sink, filepath.Dir(f.path(s.DeadLetterPath)), "dead-letter directory"}
+		job.Sink = withMkdir(job.Sink, filepath.Dir(f.path(s.DeadLetterPath)), "dead-letter directory")
 	}
 	ok = true
 	return job, nil
@@ -170,23 +176,23 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 // ioStates describes the job's source and sink for runtime.Checkpointing:
 // their settings as JSON, without what a restored run may change (a
 // generator's count and rate, a CSV file's parsing parallelism).
-// maxSourceParallelism bounds source.parallelism.
-const maxSourceParallelism = 256
+// maxWorkers bounds source.parallelism and runtime.output_workers.
+const maxWorkers = 256
 
-// sourceParallelism is source.parallelism, or --source-parallelism (0:
-// the engine chooses).
-func (f *File) sourceParallelism(opt Options) (int, error) {
-	if opt.SourceParallelism < 0 || opt.SourceParallelism > maxSourceParallelism {
-		return 0, fmt.Errorf("--source-parallelism %d: source parallelism must be between 1 and %d", opt.SourceParallelism, maxSourceParallelism)
+// workers is a worker count from the file (key, 0 = the engine chooses)
+// or, if > 0, from the command line (flag).
+func (f *File) workers(key, flag string, inFile, fromFlag int) (int, error) {
+	if fromFlag < 0 || fromFlag > maxWorkers {
+		return 0, fmt.Errorf("%s %d: must be between 1 and %d", flag, fromFlag, maxWorkers)
 	}
-	if opt.SourceParallelism > 0 {
-		return opt.SourceParallelism, nil
+	if fromFlag > 0 {
+		return fromFlag, nil
 	}
-	n := f.Spec.Source.Parallelism
-	if n < 0 || n > maxSourceParallelism {
-		return 0, f.errAt("source.parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxSourceParallelism, n)
+	if inFile < 0 || inFile > maxWorkers {
+		_, name, _ := strings.Cut(key, ".")
+		return 0, f.errAt(key, "%s must be between 0 (auto) and %d, not %d", name, maxWorkers, inFile)
 	}
-	return n, nil
+	return inFile, nil
 }
 
 // durationValue renders a duration setting by its value (def when unset or
@@ -901,7 +907,7 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 		if err := f.checkSinkPath("sink.csv.path", f.path(c.Path)); err != nil {
 			return nil, err
 		}
-		return mkdirSink{sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path)), "sink directory"}, nil
+		return withMkdir(sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path)), "sink directory"), nil
 	case 1:
 		if sk.JSONL.Path == "" {
 			return nil, f.errAt("sink.jsonl", "missing path")
@@ -909,7 +915,7 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 		if err := f.checkSinkPath("sink.jsonl.path", f.path(sk.JSONL.Path)); err != nil {
 			return nil, err
 		}
-		return mkdirSink{sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path)), "sink directory"}, nil
+		return withMkdir(sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path)), "sink directory"), nil
 	}
 	format := sk.Stdout.Format
 	if format == "" {
@@ -935,6 +941,27 @@ type mkdirSink struct {
 	core.Sink
 	dir  string
 	what string // for errors: "sink directory", "dead-letter directory"
+}
+
+// mkdirEncodingSink is a mkdirSink around a core.EncodingSink, which it
+// stays.
+type mkdirEncodingSink struct{ mkdirSink }
+
+func (m mkdirEncodingSink) NewEncoder() core.Encoder {
+	return m.Sink.(core.EncodingSink).NewEncoder()
+}
+
+func (m mkdirEncodingSink) WriteEncoded(p []byte) error {
+	return m.Sink.(core.EncodingSink).WriteEncoded(p)
+}
+
+// withMkdir wraps s in a mkdirSink that keeps s's ability to encode apart.
+func withMkdir(s core.Sink, dir, what string) core.Sink {
+	m := mkdirSink{s, dir, what}
+	if _, ok := s.(core.EncodingSink); ok {
+		return mkdirEncodingSink{m}
+	}
+	return m
 }
 
 func (m mkdirSink) Open(s *core.Schema) error {

@@ -206,4 +206,7 @@ type StdoutSpec struct {
 type RuntimeSpec struct {
 	RingSize int   `yaml:"ring_size"`
 	Pin      *bool `yaml:"pin"`
+	// OutputWorkers is runtime.Job.OutputParallelism: 0 (the default)
+	// lets the engine choose, 1 … 256 sets it.
+	OutputWorkers int `yaml:"output_workers"`
 }

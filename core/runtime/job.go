@@ -29,6 +29,14 @@ type Job struct {
 	// operators must be stateless per record: each worker runs its own
 	// instances.
 	SourceParallelism int
+	// OutputParallelism is how many output workers run the post-region
+	// operators and encode for an encoding sink (core.EncodingSink) while
+	// the merger only merges (output.go): > 0 that many, 0 as the cores
+	// allow (none on a small machine), < 0 none. Jobs with checkpoints keep
+	// the post-region operators on the merger stage. The
+	// output does not depend on it. Post-region operators must be
+	// stateless per record.
+	OutputParallelism int
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
@@ -42,7 +50,9 @@ type Job struct {
 	OnStart func(Live)
 	// OnSink, if set, sees every data batch on the sink's goroutine just
 	// before the sink writes it (latency measurement: Batch.Stamp). It
-	// borrows the batch.
+	// borrows the batch. With output workers (OutputParallelism) the
+	// writer calls it, once per encoded batch, with a batch that holds
+	// only Len and Stamp.
 	OnSink func(*core.Batch)
 }
 

@@ -51,8 +51,8 @@ type Report struct {
 	// the garbage collector).
 	ProcessCPU time.Duration
 	// SerialFraction is Amdahl's s: the work (CPU less waiting) of the
-	// stages that are not replicated — the source stage and the merger
-	// stage — divided by the process's CPU less all waiting. Amdahl's
+	// stages that run once — the single source stage, the merger, the
+	// writer — divided by the process's CPU less all waiting. Amdahl's
 	// bound on k cores is AmdahlBound(s, k). 0 when not measured.
 	SerialFraction float64
 }

@@ -58,7 +58,7 @@ type run struct {
 	// ringsMu guards rings, every ring ever created, so that a failing
 	// stage can cancel them all.
 	ringsMu sync.Mutex
-	rings   []*ring.SPSC[*core.Batch]
+	rings   []interface{ Cancel() }
 	chanIn  []input // channel c's input, by c (ringsMu; for Live.RingLen)
 
 	// Checkpoints (checkpoint.go).
@@ -83,6 +83,10 @@ type run struct {
 	cpus     []*stageCPU
 	procCPU0 time.Duration
 	procCPU  atomic.Int64 // ns: the process's CPU during the run, set when it ends
+
+	// out is the parallel output side (output.go), nil when the merger
+	// runs the post-region operators and the sink itself.
+	out *output
 
 	// x is the M×N exchange of parallel source workers (exchange.go), nil
 	// for the single source stage; splitters are the one splitter or the
@@ -150,7 +154,7 @@ func (r *run) cancelRings() {
 	r.bell.ring()
 }
 
-// newRing makes a ring and registers it.
+// newRing makes a ring of batches and registers it.
 func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	rg, err := ring.New[*core.Batch](r.job.RingSize)
 	if err != nil {
@@ -159,10 +163,15 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	if r.yield {
 		rg.SetYield(oversubscribedYield)
 	}
+	r.register(rg)
+	return rg, nil
+}
+
+// register records a ring so that a failing stage can cancel it.
+func (r *run) register(rg interface{ Cancel() }) {
 	r.ringsMu.Lock()
 	r.rings = append(r.rings, rg)
 	r.ringsMu.Unlock()
-	return rg, nil
 }
 
 // newStageCPU opens a CPU account for a stage about to start.
@@ -443,6 +452,11 @@ func (r *run) build() error {
 		return err
 	}
 	r.sinkOpen = true
+	if k := outputWorkers(job, len(r.splitters), goruntime.NumCPU()); k > 0 {
+		if err := r.buildOutput(k); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -504,8 +518,16 @@ func (r *run) launch() error {
 			defer r.recoverStage("merger", 0)
 			mcpu.begin()
 			defer mcpu.end()
-			r.merge(postChain, outs, mcpu)
+			var post pusher = postChain
+			if r.out != nil {
+				r.out.mergerCPU = mcpu
+				post = r.out
+			}
+			r.merge(post, outs, mcpu)
 		})
+		if r.out != nil {
+			r.launchOutput()
+		}
 	}
 	if r.ck != nil {
 		r.ckRunning = true
@@ -814,7 +836,11 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
-func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
+// pusher takes a batch with ownership: the post-region chain, or the
+// parallel output side.
+type pusher interface{ Push(*core.Batch) error }
+
+func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 	n := len(outs)
 	reg := r.job.Region
 	var tie order.Tie[*core.Batch]
@@ -832,6 +858,11 @@ func (r *run) merge(post *core.Chain, outs []*ring.SPSC[*core.Batch], sc *stageC
 		}
 		for _, o := range outs {
 			o.Cancel()
+		}
+		if r.out != nil {
+			for _, rg := range r.out.in {
+				rg.Cancel() // the output workers stop too
+			}
 		}
 		cur.Release()
 	}

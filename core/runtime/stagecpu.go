@@ -25,7 +25,7 @@ import (
 // complete at once, a doorbell wait), so the data path pays nothing when
 // rings have room.
 type stageCPU struct {
-	stage      string // "source", "channel", "merger"
+	stage      string // "source", "channel", "merger", "output", "writer"
 	index      int
 	replicated bool // a channel, or one of several source workers
 
@@ -79,14 +79,14 @@ func (s *stageCPU) pop(rg *ring.SPSC[*core.Batch]) (*core.Batch, error) {
 
 // StageCPU is one stage's CPU time in a report.
 type StageCPU struct {
-	Stage string // "source", "channel" or "merger"
-	Index int    // the channel's index; 0 for the others
+	Stage string // "source", "channel", "merger", "output" or "writer"
+	Index int    // the source worker's, channel's or output worker's index
 	// CPU is the thread CPU time of the stage (user + system), Wait the
 	// part of it spent waiting on rings (spin and yield; parking costs
 	// none). CPU − Wait is the stage's work.
 	CPU, Wait time.Duration
-	// Replicated stages (channels) scale with the channel count; the
-	// others are the serial part.
+	// Replicated stages (channels, source workers, output workers) scale
+	// with their count; the others are the serial part.
 	Replicated bool
 }
 

@@ -85,6 +85,7 @@ func (s *textSink) OpenEpochs(schema *core.Schema, restored uint64) error {
 		return s.fail(errors.New("opened twice"))
 	}
 	s.buf = make([]byte, 0, bufSize+bufSize/4)
+	s.format, s.schema = s.newFormat(), schema
 	var err error
 	if s.buf, err = s.format.open(s.buf, schema); err != nil {
 		return s.fail(err)

@@ -28,6 +28,13 @@ type format interface {
 	batch(dst []byte, b *core.Batch) []byte
 }
 
+// csvFormatOf makes CSV formats with opts.
+func csvFormatOf(opts CSVOptions) func() format {
+	return func() format { return &csvFormat{opts: opts} }
+}
+
+func jsonFormatOf() format { return &jsonFormat{} }
+
 // csvFormat writes RFC 4180 CSV with "\n" line ends: a field is quoted only
 // when it holds the delimiter, a quote, CR or LF (quotes doubled inside).
 // A record of one empty field is written as "" so that it does not read

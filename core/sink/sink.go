@@ -17,13 +17,13 @@ const bufSize = 256 << 10
 // atomically: nothing appears under path before Close succeeds. An invalid
 // delimiter or an unwritable directory is an error from Open.
 func CSV(path string, opts CSVOptions) core.Sink {
-	return &textSink{kind: "csv", name: path, path: path, format: &csvFormat{opts: opts}}
+	return &textSink{kind: "csv", name: path, path: path, newFormat: csvFormatOf(opts)}
 }
 
 // JSONL returns a sink that writes one JSON object per record to the file
 // at path, atomically (see CSV).
 func JSONL(path string) core.Sink {
-	return &textSink{kind: "jsonl", name: path, path: path, format: &jsonFormat{}}
+	return &textSink{kind: "jsonl", name: path, path: path, newFormat: jsonFormatOf}
 }
 
 // Stdout returns a sink that writes format "csv" (with opts) or "jsonl" to
@@ -34,9 +34,9 @@ func Stdout(format string, w io.Writer, opts CSVOptions) (core.Sink, error) {
 	s := &textSink{kind: format, name: "stdout", out: w}
 	switch format {
 	case "csv":
-		s.format = &csvFormat{opts: opts}
+		s.newFormat = csvFormatOf(opts)
 	case "jsonl":
-		s.format = &jsonFormat{}
+		s.newFormat = jsonFormatOf
 	default:
 		return nil, fmt.Errorf("stdout sink: unknown format %q (expected csv or jsonl)", format)
 	}
@@ -55,10 +55,12 @@ const (
 // file of a file sink, or the writer of a Stdout sink. Used by one
 // goroutine.
 type textSink struct {
-	kind   string // "csv" or "jsonl", for errors
-	name   string // the path, or "stdout"
-	path   string // "" for Stdout
-	format format
+	kind      string // "csv" or "jsonl", for errors
+	name      string // the path, or "stdout"
+	path      string // "" for Stdout
+	newFormat func() format
+	format    format       // the sink's own (Write), made by Open
+	schema    *core.Schema // what Open was given
 	file   *atomicFile
 	out    io.Writer
 	buf    []byte
@@ -86,6 +88,7 @@ func (s *textSink) Open(schema *core.Schema) error {
 		return s.fail(errors.New("opened twice"))
 	}
 	s.buf = make([]byte, 0, bufSize+bufSize/4)
+	s.format, s.schema = s.newFormat(), schema
 	var err error
 	if s.buf, err = s.format.open(s.buf, schema); err != nil {
 		return s.fail(err)
@@ -121,6 +124,36 @@ func (s *textSink) Write(b *core.Batch) error {
 	if len(s.buf) >= bufSize || s.path == "" {
 		// Stdout is written batch by batch, so that a slow input's
 		// records are not held back.
+		return s.flush()
+	}
+	return nil
+}
+
+// NewEncoder returns an encoder of the sink's format with caches of its
+// own (core.EncodingSink). Call it after a successful Open.
+func (s *textSink) NewEncoder() core.Encoder {
+	f := s.newFormat()
+	f.open(nil, s.schema) // checked by Open; the header is the sink's
+	return encoder{f}
+}
+
+// encoder is a format used by one goroutine, apart from the sink's.
+type encoder struct{ f format }
+
+func (e encoder) Encode(dst []byte, b *core.Batch) []byte { return e.f.batch(dst, b) }
+
+// WriteEncoded adds bytes made by encoders (core.EncodingSink): buffered
+// and written as Write's output is, into the current epoch's part in
+// exactly-once mode.
+func (s *textSink) WriteEncoded(p []byte) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.state != opened {
+		return s.fail(errNotOpen)
+	}
+	s.buf = append(s.buf, p...)
+	if len(s.buf) >= bufSize || s.path == "" {
 		return s.flush()
 	}
 	return nil

@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"fmt"
+	"sync"
+
+	"streamd/core"
+	"streamd/ring"
+	"streamd/sched"
+)
+
+// Parallel output workers (docs/ARCHITECTURE.md, "Parallel output").
+//
+// Without them the merger stage runs the post-region operators, encodes and
+// writes: one core carries all of that. With K output workers the merger
+// only merges: it hands the data batches it releases, in output order, to
+// worker 0, 1, …, K−1, 0, … (round-robin: batch i to worker i mod K). A
+// worker runs its own instances of the post-region operators (stateless
+// per record, like the pre-region ones) and encodes what they emit with
+// the sink's encoder (core.EncodingSink) into one item per batch it was
+// given, possibly empty. The writer stage takes item i from worker i mod K,
+// so it sees the items in the merger's order, and writes their bytes: the
+// only serial step left after the merge, with no per-field work. At end of
+// stream the merger gives every worker an End marker (its post-region
+// instances finish), one per worker in round-robin order, and the writer
+// stops at the first End item after consuming the others.
+//
+// Jobs with checkpoints (barriers must reach an exactly-once sink in order
+// with the data) or a sink that cannot encode apart keep the post-region
+// operators on the merger stage. Job.OnSink is called by the writer, with
+// a batch that holds only Len and Stamp (its records were encoded).
+
+// encoded is an output worker's item: the bytes of one merger batch.
+type encoded struct {
+	buf     []byte
+	end     bool
+	records int   // records encoded in buf
+	stamp   int64 // the merger batch's Stamp
+}
+
+var encodedPool = sync.Pool{New: func() any { return &encoded{buf: make([]byte, 0, 64<<10)} }}
+
+// output is the output side of a run with K workers.
+type output struct {
+	sink  core.EncodingSink
+	in    []*ring.SPSC[*core.Batch] // merger → worker k
+	out   []*ring.SPSC[*encoded]    // worker k → writer
+	posts []*instSet
+	cpus  []*stageCPU
+	// next is the worker that gets the merger's next batch, mergerCPU the
+	// merger's CPU account (merger only).
+	next      int
+	mergerCPU *stageCPU
+}
+
+// outputWorkers is how many output workers the run uses: 0 keeps the
+// post-region operators, encoding and writing on the merger stage.
+// Job.OutputParallelism > 0 asks for that many, 0 lets the cores decide
+// (those left beside the source workers, the channels, the merger, the
+// writer and one to spare; at least 2, or none), < 0 asks for none.
+func outputWorkers(job *Job, sources, cores int) int {
+	_, ok := job.Sink.(core.EncodingSink)
+	if !ok || job.Region == nil || job.Checkpoint != nil || job.OutputParallelism < 0 {
+		return 0
+	}
+	if k := job.OutputParallelism; k > 0 {
+		return k
+	}
+	k := cores - max(1, sources) - job.Region.Channels - 3
+	if k < 2 {
+		return 0
+	}
+	return k
+}
+
+// buildOutput makes the workers' rings and post-region instances. The
+// sink must be open (NewEncoder).
+func (r *run) buildOutput(k int) error {
+	o := &output{sink: r.job.Sink.(core.EncodingSink)}
+	for w := range k {
+		in, err := r.newRing()
+		if err != nil {
+			return err
+		}
+		out, err := ring.New[*encoded](r.job.RingSize)
+		if err != nil {
+			return err
+		}
+		r.register(out)
+		post, err := r.instantiate(r.job.Post, core.Env{Channel: w, Channels: k, Errors: r.job.Errors}, r.postCounters)
+		if err != nil {
+			return err
+		}
+		sc := r.newStageCPU("output", w)
+		sc.replicated = true
+		o.in, o.out, o.posts, o.cpus = append(o.in, in), append(o.out, out), append(o.posts, post), append(o.cpus, sc)
+	}
+	r.out = o
+	return nil
+}
+
+// Push is what the merger hands its output to (in place of the post-region
+// chain): data batches round-robin to the workers, End to every worker;
+// other markers matter only to operators that keep state, which the
+// post-region ones do not. It takes ownership of b. Merger only.
+func (o *output) Push(b *core.Batch) error {
+	sc := o.mergerCPU
+	switch b.Kind {
+	case core.Data:
+		w := o.next
+		o.next = (o.next + 1) % len(o.in)
+		if _, err := sc.push(o.in[w], b); err != nil {
+			b.Release()
+			return err
+		}
+	case core.End:
+		for j := range o.in {
+			w := (o.next + j) % len(o.in)
+			m := core.NewMarker(core.End)
+			m.MarkSeq, m.Stamp = b.MarkSeq, b.Stamp
+			if _, err := sc.push(o.in[w], m); err != nil {
+				m.Release()
+				b.Release()
+				return err
+			}
+		}
+		b.Release()
+	default:
+		b.Release()
+	}
+	return nil
+}
+
+// launchOutput starts the workers and the writer.
+func (r *run) launchOutput() {
+	o := r.out
+	for w := range o.in {
+		r.wg.Add(1)
+		r.placer.Start("output", w, func() {
+			defer r.wg.Done()
+			defer r.recoverStage("output", w)
+			sc := o.cpus[w]
+			sc.begin()
+			defer sc.end()
+			if err := r.outputWorker(w, sc); err != nil {
+				r.fail(fmt.Errorf("output worker %d: %w", w, err))
+				r.cancelRings()
+			}
+		})
+	}
+	wcpu := r.newStageCPU("writer", 0)
+	r.wg.Add(1)
+	r.placer.Start("writer", 0, func() {
+		defer r.wg.Done()
+		defer r.recoverStage("writer", 0)
+		wcpu.begin()
+		defer wcpu.end()
+		if err := r.writer(wcpu); err != nil {
+			r.fail(err)
+			r.cancelRings()
+		}
+	})
+}
+
+// outputWorker runs worker w: each batch from the merger goes through the
+// post-region operators and the encoder, and becomes one item for the
+// writer.
+func (r *run) outputWorker(w int, sc *stageCPU) error {
+	o := r.out
+	enc := o.sink.NewEncoder()
+	var cur *encoded
+	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
+		if b.Kind == core.Data {
+			r.recOut.Add(int64(b.Len))
+			cur.records += b.Len
+			cur.buf = enc.Encode(cur.buf, b)
+		}
+		b.Release()
+		return nil
+	})
+	for {
+		b, err := sc.pop(o.in[w])
+		if err != nil {
+			return nil // canceled: whoever failed said so
+		}
+		end := b.Kind == core.End
+		cur = encodedPool.Get().(*encoded)
+		cur.buf, cur.end, cur.records, cur.stamp = cur.buf[:0], end, 0, b.Stamp
+		if err := chain.Push(b); err != nil {
+			encodedPool.Put(cur)
+			return err
+		}
+		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
+			encodedPool.Put(cur)
+			return nil
+		}
+		if end {
+			return nil
+		}
+	}
+}
+
+// writer is the last stage: item i from worker i mod K, in the merger's
+// order, written by the sink.
+func (r *run) writer(sc *stageCPU) error {
+	o := r.out
+	k := len(o.out)
+	shell := &core.Batch{Kind: core.Data} // for Job.OnSink: Len and Stamp only
+	for i := 0; ; i++ {
+		it, err := popEncoded(sc, o.out[i%k])
+		if err != nil {
+			return nil // canceled: whoever failed said so
+		}
+		if it.end {
+			// Every worker got an End, one after another: take the rest.
+			encodedPool.Put(it)
+			for j := 1; j < k; j++ {
+				if it, err = popEncoded(sc, o.out[(i+j)%k]); err != nil {
+					return nil
+				}
+				encodedPool.Put(it)
+			}
+			return nil
+		}
+		if hook := r.job.OnSink; hook != nil && it.records > 0 {
+			shell.Len, shell.Stamp = it.records, it.stamp
+			hook(shell)
+		}
+		if len(it.buf) > 0 {
+			if err := o.sink.WriteEncoded(it.buf); err != nil {
+				encodedPool.Put(it)
+				return err
+			}
+		}
+		encodedPool.Put(it)
+	}
+}
+
+// pushEncoded is sc.push for the workers' rings to the writer.
+func (sc *stageCPU) pushEncoded(rg *ring.SPSC[*encoded], it *encoded) (int64, error) {
+	if rg.TryPush(it) {
+		return 0, nil
+	}
+	t0 := sched.ThreadCPU()
+	ns, err := rg.Push(it)
+	sc.waited(t0)
+	return ns, err
+}
+
+func popEncoded(sc *stageCPU, rg *ring.SPSC[*encoded]) (*encoded, error) {
+	if it, ok := rg.TryPop(); ok {
+		return it, nil
+	}
+	t0 := sched.ThreadCPU()
+	it, err := rg.Pop()
+	sc.waited(t0)
+	return it, err
+}

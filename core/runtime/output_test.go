@@ -1,0 +1,97 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/core"
+	"streamd/core/ops"
+	"streamd/core/runtime"
+	"streamd/core/sink"
+)
+
+// outputJob is the exchange's window job with post-region operators (a
+// filter and a map, so that workers drop and reshape records) and a CSV
+// file sink.
+func outputJob(t *testing.T, path string, m, n, k int) *runtime.Job {
+	t.Helper()
+	job, _ := exchangeJob(t, newBlockSource(outOfOrder(30_000, 300, 8), 4), m, n, 60e9, 0, "")
+	in := job.Region.Ops[0].Out
+	keep, err := ops.Filter("keep", "n > 1", in, job.Errors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, err := ops.Map("shape", []ops.MapField{{Name: "mean", Expr: "total / n"}}, true, in, job.Errors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Post = []core.OperatorDef{keep, shape}
+	job.Sink = sink.CSV(path, sink.CSVOptions{Header: true})
+	job.OutputParallelism = k
+	return job
+}
+
+// With output workers the file is byte for byte the one the merger writes
+// alone, for 1, 2, 3 and 8 workers, with any source parallelism and
+// channel count; the post-region operators' counters add up the same.
+func TestOutputWorkersKeepOutput(t *testing.T) {
+	dir := t.TempDir()
+	run := func(m, n, k int) ([]byte, *runtime.Report) {
+		path := filepath.Join(dir, fmt.Sprintf("out-%d-%d-%d.csv", m, n, k))
+		rep, err := runtime.Run(context.Background(), outputJob(t, path, m, n, k))
+		if err != nil {
+			t.Fatalf("%d workers, %d channels, %d output workers: %v", m, n, k, err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, rep
+	}
+	want, wantRep := run(-1, 1, -1)
+	if bytes.Count(want, []byte("\n")) < 1000 {
+		t.Fatalf("reference output has %d lines", bytes.Count(want, []byte("\n")))
+	}
+	for _, c := range [][3]int{{1, 1, 1}, {2, 3, 2}, {3, 2, 3}, {8, 8, 8}, {-1, 2, 2}} {
+		got, rep := run(c[0], c[1], c[2])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%v: output differs (%d vs %d bytes)", c, len(got), len(want))
+		}
+		if rep.RecordsOut != wantRep.RecordsOut || fmt.Sprint(rep.Operators) != fmt.Sprint(wantRep.Operators) {
+			t.Fatalf("%v: %d out, operators %v; want %d, %v", c, rep.RecordsOut, rep.Operators, wantRep.RecordsOut, wantRep.Operators)
+		}
+		outputs, writers := 0, 0
+		for _, s := range rep.Stages {
+			switch s.Stage {
+			case "output":
+				outputs++
+			case "writer":
+				writers++
+			}
+		}
+		if outputs != c[2] || writers != 1 {
+			t.Fatalf("%v: %d output stages and %d writers reported", c, outputs, writers)
+		}
+	}
+}
+
+// A post-region operator failing in an output worker stops the job: the
+// error is the job's, every stage returns (goleak), no file appears.
+func TestOutputWorkerError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.csv")
+	job := outputJob(t, path, 2, 2, 3)
+	fail := core.OperatorDef{Name: "fail", Out: job.Post[1].Out, New: func(core.Env) (core.Operator, error) { return &failAfter{n: 5}, nil }}
+	job.Post = append(job.Post, fail)
+	_, err := runtime.Run(context.Background(), job)
+	if err == nil || !strings.Contains(err.Error(), "operator exploded") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("output file after a failure: %v", err)
+	}
+}
