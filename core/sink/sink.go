@@ -61,12 +61,12 @@ type textSink struct {
 	newFormat func() format
 	format    format       // the sink's own (Write), made by Open
 	schema    *core.Schema // what Open was given
-	file   *atomicFile
-	out    io.Writer
-	buf    []byte
-	state  state
-	err    error       // the first write error; every later call returns it
-	epochs *epochState // exactly-once mode (epochs.go), nil otherwise
+	file      *atomicFile
+	out       io.Writer
+	buf       []byte
+	state     state
+	err       error       // the first write error; every later call returns it
+	epochs    *epochState // exactly-once mode (epochs.go), nil otherwise
 	// verified is the manifest of the parts VerifyOutput found intact for a
 	// restore from checkpoint verifiedFor (OpenEpochs starts from it).
 	verified, verifiedSrc []byte
