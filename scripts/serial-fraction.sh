@@ -3,9 +3,10 @@
 # the jobs the parallel-dataflow work is judged on: the CPU-bound stateless
 # scaling job, the flights job and Nexmark q5. s is the CPU work (thread
 # CPU time less waiting on rings) of the stages that are not replicated —
-# the source stage and the merger stage — over the process's CPU less all
-# waiting; streamd reports it at the end of every run. Amdahl's bound on 14
-# cores is 1 / (s + (1 − s) / 14).
+# the single source stage, the merger, the writer — over the process's CPU
+# less all waiting; streamd reports it at the end of every run. flights-par
+# is the flights job with 2 source workers and 2 output workers. Amdahl's
+# bound on 14 cores is 1 / (s + (1 − s) / 14).
 #
 #   scripts/serial-fraction.sh [runs] [channels]
 #
@@ -41,12 +42,20 @@ wall() {
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $runs runs, $channels channels, $(date -u +%F)"
 printf '%-10s %-28s %4s %9s %12s\n' job binary run wall_s serial_%
-for job in scaling flights q5; do
+for job in scaling flights flights-par q5; do
   for i in $(seq 1 "$runs"); do
     for b in "${bins[@]}"; do
       case "$job" in
         scaling) out=$("$b" run "$root/examples/scaling/job.yaml" --channels "$channels" 2>&1) ;;
         flights) out=$("$b" run "$root/examples/flights/job.yaml" --channels "$channels" 2>&1) ;;
+        flights-par)
+          # 2 source workers and 2 output workers (a binary from before
+          # them does not know the flags: skipped).
+          if ! "$b" run --help 2>&1 | grep -q -- --output-workers; then
+            printf '%-10s %-28s %4d %9s %12s\n' "$job" "$(basename "$b")" "$i" - -
+            continue
+          fi
+          out=$("$b" run "$root/examples/flights/job.yaml" --channels "$channels" --source-parallelism 2 --output-workers 2 2>&1) ;;
         q5) out=$("$b" bench nexmark-q5 --duration 3s --channels "$channels" --out "$work/q5" 2>&1) ;;
       esac || { echo "$out" >&2; exit 1; }
       s=$(sfrac "$out"); [ -n "$s" ] || s=-
