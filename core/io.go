@@ -55,9 +55,13 @@ type Sized interface {
 // many workers read them.
 type Splittable interface {
 	Source
-	// Blocks is the number of blocks, ≥ 0. It does not change.
+	// Blocks is the number of blocks; it does not change. 0: this source
+	// cannot be read by blocks (it is paced by a rate, or empty), and the
+	// runtime reads it with Next; -1: unbounded (blocks 0, 1, 2, … until
+	// the job is stopped).
 	Blocks() int
-	// ReadBlock reads block b (0 ≤ b < Blocks()) and hands its data
+	// ReadBlock reads block b (0 ≤ b < Blocks(), or any b ≥ 0 when
+	// unbounded) and hands its data
 	// batches, in input order, to emit, which takes ownership of each. The
 	// batches are cut exactly as Next cuts them when it reads the same
 	// records (no batch spans two blocks, and Next's batches end at block

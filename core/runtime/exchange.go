@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	goruntime "runtime"
 	"time"
 
@@ -144,13 +145,20 @@ func sourceWorkers(job *Job, cores int) int {
 		reg.MaxChannels > reg.Channels || job.SourceParallelism < 0 {
 		return 0
 	}
+	blocks := sp.Blocks()
+	if blocks == 0 {
+		return 0
+	}
+	if blocks < 0 {
+		blocks = math.MaxInt
+	}
 	m := job.SourceParallelism
 	if m == 0 {
 		// A core each beside the channels and the merger, and one to spare
 		// for the Go runtime and the OS (CorePlacer pins only then).
 		m = cores - reg.Channels - 2
 	}
-	return max(1, min(m, sp.Blocks()))
+	return max(1, min(m, blocks))
 }
 
 // SourceWorkers is how many source workers Run will start for job on this
@@ -197,7 +205,15 @@ func (x *exchange) input(c int, bound, startWM int64) *blockInput {
 	for w, sp := range x.splitters {
 		rings[w] = sp.rings[c]
 	}
-	return newBlockInput(rings, x.src.Blocks(), bound, startWM)
+	return newBlockInput(rings, x.blocks(), bound, startWM)
+}
+
+// blocks is the source's block count, math.MaxInt when unbounded.
+func (x *exchange) blocks() int {
+	if n := x.src.Blocks(); n >= 0 {
+		return n
+	}
+	return math.MaxInt
 }
 
 // launchWorkers starts the M source workers.
@@ -251,7 +267,7 @@ func (r *run) sourceWorker(w, m int) {
 		return sp.route(mk)
 	}
 	err := r.ctx.Err()
-	for b := w; b < r.x.src.Blocks() && err == nil; b += m {
+	for b := w; b < r.x.blocks() && err == nil; b += m {
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
 		if err = r.x.src.ReadBlock(r.ctx, b, emit); err != nil {

@@ -98,7 +98,8 @@ func (c *Config) defaults() {
 // Generator is the Nexmark event source: a core.Source of Schema. Event n
 // (0-based) is a person, an auction or a bid by n mod (total proportion),
 // has event time BaseTime + n × InterEventDelay and input position n+1.
-// Not safe for concurrent use (one source goroutine drives it).
+// Next is not safe for concurrent use (one source goroutine drives it);
+// ReadBlock is, for different blocks.
 type Generator struct {
 	cfg   Config
 	total int64
@@ -171,6 +172,48 @@ func (g *Generator) Next(ctx context.Context) (*core.Batch, error) {
 	}
 	b.Stamp = stamp
 	return b, nil
+}
+
+// BlockEvents is the number of events in a block of a generator read by
+// several source workers (core.Splittable): a multiple of core.BatchSize,
+// so that blocks end where Next's batches end.
+const BlockEvents = 16 * core.BatchSize
+
+// Blocks implements core.Splittable: event blocks of BlockEvents, the last
+// one partial; -1 (unbounded) without a Count; 0 (not by blocks) with a
+// Rate, whose batches follow the clock.
+func (g *Generator) Blocks() int {
+	switch {
+	case g.cfg.Rate > 0:
+		return 0
+	case g.cfg.Count <= 0:
+		return -1
+	}
+	return int((g.cfg.Count + BlockEvents - 1) / BlockEvents)
+}
+
+// ReadBlock implements core.Splittable: events b·BlockEvents … in Next's
+// batches of core.BatchSize. Every event is a function of its number, so
+// blocks can be made concurrently; ReadBlock does not move Next.
+func (g *Generator) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+	n, end := int64(b)*BlockEvents, int64(b+1)*BlockEvents
+	if g.cfg.Count > 0 {
+		end = min(end, g.cfg.Count)
+	}
+	for n < end {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bt := core.NewBatch(Schema)
+		for k := min(int64(core.BatchSize), end-n); k > 0; k-- {
+			g.fill(bt.Append(0, 0, 0, n+1), n)
+			n++
+		}
+		if err := emit(bt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // due is event n's intended send time under Rate.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sort"
 	"strings"
 	"testing"
@@ -67,6 +68,13 @@ func ts(ns int64) string { return text(core.Timestamp, core.TimeValue(ns)) }
 
 func runQuery(t *testing.T, q Query, cfg Config, channels int) []string {
 	t.Helper()
+	return runQueryWith(t, q, cfg, channels, 0)
+}
+
+// runQueryWith runs q with the given source parallelism (-1: the single
+// source stage; 0: the engine's choice).
+func runQueryWith(t *testing.T, q Query, cfg Config, channels, sources int) []string {
+	t.Helper()
 	g, err := NewGenerator(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +85,7 @@ func runQuery(t *testing.T, q Query, cfg Config, channels int) []string {
 		t.Fatal(err)
 	}
 	job.RingSize = 8
+	job.SourceParallelism = sources
 	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
 		t.Fatalf("%s: %v", q.Name, err)
@@ -216,7 +225,8 @@ var brute = map[string]func(evs [][]core.Value) []string{
 
 // Every query's output equals a direct computation over the same events,
 // record for record and in order; regional queries give the same output
-// with 1 and 4 channels.
+// with 1 to 4 channels and the single source stage or 1, 2, 3 or 8 source
+// workers reading the generator's blocks.
 func TestQueriesMatchBruteForce(t *testing.T) {
 	cfg := testConfig(7)
 	evs := events(t, cfg)
@@ -226,14 +236,14 @@ func TestQueriesMatchBruteForce(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatalf("brute force gives no output: the test proves nothing")
 			}
-			chans := []int{1}
+			runs := [][2]int{{1, -1}} // channels, source workers (-1: one source stage)
 			if q.Regional {
-				chans = append(chans, 4)
+				runs = append(runs, [2]int{4, -1}, [2]int{1, 1}, [2]int{3, 2}, [2]int{4, 3}, [2]int{2, 8})
 			}
-			for _, n := range chans {
-				got := runQuery(t, q, cfg, n)
+			for _, c := range runs {
+				got := runQueryWith(t, q, cfg, c[0], c[1])
 				if !slices.Equal(got, want) {
-					t.Fatalf("%d channels: %d records, want %d; %s", n, len(got), len(want), firstDiff(got, want))
+					t.Fatalf("%d channels, %d source workers: %d records, want %d; %s", c[0], c[1], len(got), len(want), firstDiff(got, want))
 				}
 			}
 			t.Logf("%d records", len(want))
@@ -442,5 +452,50 @@ func TestWorkloadsRegistered(t *testing.T) {
 		if rep.RecordsIn != 5000 {
 			t.Fatalf("%s: %d records in, want 5000", q.Name, rep.RecordsIn)
 		}
+	}
+}
+
+// Blocks read concurrently by several workers, joined in block order, are
+// Next's batches; a paced generator is not read by blocks, an unbounded
+// one has no last block.
+func TestGeneratorBlocks(t *testing.T) {
+	cfg := Config{Seed: 3, Count: 3*BlockEvents + 777}
+	seq, _ := NewGenerator(cfg)
+	var want []string
+	for {
+		b, err := seq.Next(context.Background())
+		if err != nil {
+			break
+		}
+		want = append(want, fmt.Sprint(b.Pos, b.Vals))
+		b.Release()
+	}
+	for _, m := range []int{1, 2, 3, 8} {
+		g, _ := NewGenerator(cfg)
+		per := make([][]string, g.Blocks())
+		var wg sync.WaitGroup
+		for w := range m {
+			wg.Go(func() {
+				for b := w; b < g.Blocks(); b += m {
+					err := g.ReadBlock(context.Background(), b, func(bt *core.Batch) error {
+						per[b] = append(per[b], fmt.Sprint(bt.Pos, bt.Vals))
+						bt.Release()
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if got := slices.Concat(per...); g.Blocks() != 4 || !slices.Equal(got, want) {
+			t.Fatalf("%d workers, %d blocks: %d batches, want %d", m, g.Blocks(), len(got), len(want))
+		}
+	}
+	paced, _ := NewGenerator(Config{Count: 100, Rate: 1000})
+	unbounded, _ := NewGenerator(Config{})
+	if paced.Blocks() != 0 || unbounded.Blocks() != -1 {
+		t.Fatalf("paced %d blocks, unbounded %d", paced.Blocks(), unbounded.Blocks())
 	}
 }
