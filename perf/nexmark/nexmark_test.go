@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"streamd/core"
