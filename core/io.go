@@ -45,3 +45,42 @@ type Sink interface {
 type Sized interface {
 	Size() int64
 }
+
+// Splittable is implemented by sources whose input divides into blocks
+// that can be read independently, by several source workers at once: the
+// row groups of a Parquet file, byte ranges of a CSV file, the sub-streams
+// of a seeded generator.
+//
+// Blocks are fixed by the input alone — never by the number of readers,
+// timing or sizes chosen at run time: block b's records are exactly the
+// records a fresh sequential read (Next) returns after those of blocks
+// 0 … b-1, in the same order, with the same values and Pos, and how
+// ReadBlock cuts them into batches depends on the block alone (the
+// generator cuts them as Next does). So a reader that hands blocks out
+// round-robin to M workers and consumes them back in block order sees the
+// same records in the same batches, and so the same watermarks, for any M.
+//
+// A source that cannot keep this promise does not implement Splittable
+// (a rate-limited generator: its batches follow the clock).
+type Splittable interface {
+	Source
+	// Blocks is the number of blocks, numbered 0 … Blocks()-1, or -1 if
+	// the input is unbounded (every block b ≥ 0 exists). It is constant
+	// for the source's life.
+	Blocks() int64
+	// ReadBlock reads block b and hands its records to emit, in order, in
+	// data batches shaped as Next's (Len ≥ 1, Pos set, Seq, Hash and Time
+	// left zero). emit takes ownership of each batch; if emit returns an
+	// error, ReadBlock stops and returns it unchanged. ReadBlock returns
+	// nil after the block's last record, an error naming the block if b
+	// is out of range, and ctx.Err() promptly when ctx is done (some of
+	// the block may have been emitted: a caller that retries re-reads the
+	// block from its start).
+	//
+	// Concurrency: ReadBlock is safe to call concurrently for different
+	// blocks (and for the same block, each call reading it whole). It
+	// does not move Next's position: a source is read either by Next or
+	// by blocks, not both. Close is called after every ReadBlock has
+	// returned; a ReadBlock after Close returns an error.
+	ReadBlock(ctx context.Context, b int64, emit func(*Batch) error) error
+}

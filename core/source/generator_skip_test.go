@@ -43,6 +43,10 @@ func generatorOf(t *testing.T, s core.Source) *generator {
 		return g
 	case sizedGenerator:
 		return g.generator
+	case blockGenerator:
+		return g.generator
+	case sizedBlockGenerator:
+		return g.generator
 	}
 	t.Fatalf("%T is not a generator", s)
 	return nil
