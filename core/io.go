@@ -46,30 +46,40 @@ type Sized interface {
 	Size() int64
 }
 
-// Splittable is implemented by finite sources that several source workers
-// can read at once, block by block (DESIGN.md, "Where the design goes
-// next": splits). The input is cut into Blocks() blocks fixed by the input
-// alone — Parquet row groups, generator sub-streams of a fixed record
-// count — never by the number of readers or by timing, so that what a
-// channel sees, consuming blocks in block order, does not depend on how
-// many workers read them.
+// Splittable is implemented by sources whose input divides into blocks
+// that several source workers can read at once (DESIGN.md, "Where the
+// design goes next": splits): the row groups of a Parquet file, the
+// sub-streams of a seeded generator, later byte ranges of a CSV file.
+//
+// Blocks are fixed by the input alone — never by the number of readers,
+// timing or sizes chosen at run time: block b's records are exactly the
+// records a fresh sequential read (Next) returns after those of blocks
+// 0 … b-1, in the same order, with the same values and Pos, cut into the
+// same batches (no batch of Next spans two blocks). So a reader that hands
+// blocks out round-robin to M workers and consumes them back in block
+// order sees the same records in the same batches, and so the same
+// watermarks, for any M.
 type Splittable interface {
 	Source
-	// Blocks is the number of blocks; it does not change. 0: this source
-	// cannot be read by blocks (it is paced by a rate, or empty), and the
-	// runtime reads it with Next; -1: unbounded (blocks 0, 1, 2, … until
-	// the job is stopped).
+	// Blocks is the number of blocks, numbered 0 … Blocks()-1; -1 if the
+	// input is unbounded (every block b ≥ 0 exists); 0 if this source
+	// cannot keep the promise above now (a rate-limited generator, whose
+	// batches follow the clock) or is empty: the runtime then reads it
+	// with Next. It is constant for the source's life.
 	Blocks() int
-	// ReadBlock reads block b (0 ≤ b < Blocks(), or any b ≥ 0 when
-	// unbounded) and hands its data
-	// batches, in input order, to emit, which takes ownership of each. The
-	// batches are cut exactly as Next cuts them when it reads the same
-	// records (no batch spans two blocks, and Next's batches end at block
-	// ends too), with Pos set as Next sets it and Seq, Hash and Time zero.
-	// Malformed records go through the source's ErrorPolicy as under Next.
-	// An error from emit stops the read and is returned. ReadBlock may be
-	// called concurrently for different blocks (from different goroutines)
-	// but never concurrently with Next; it checks ctx between batches.
+	// ReadBlock reads block b and hands its records to emit, in order, in
+	// data batches shaped as Next's (Len ≥ 1, Pos set, Seq, Hash and Time
+	// left zero). emit takes ownership of each batch; if emit returns an
+	// error, ReadBlock stops and returns it unchanged. Malformed records go
+	// through the source's ErrorPolicy as under Next. ReadBlock returns nil
+	// after the block's last record, an error naming the block if b is out
+	// of range, and ctx.Err() promptly when ctx is done (some of the block
+	// may have been emitted).
+	//
+	// Concurrency: ReadBlock is safe to call concurrently for different
+	// blocks. It does not move Next's position: a source is read either by
+	// Next or by blocks, not both. Close is called after every ReadBlock
+	// has returned.
 	ReadBlock(ctx context.Context, b int, emit func(*Batch) error) error
 }
 

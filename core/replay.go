@@ -8,8 +8,9 @@ import (
 )
 
 // Skipper is implemented by sources that can drop their next records more
-// cheaply than Next returns them: a seeded generator makes the same random
-// draws without building records or waiting for its rate. Replayable uses
+// cheaply than Next returns them: a seeded generator moves its record index
+// (a record is a function of it) without building records or waiting for
+// its rate. Replayable uses
 // it to restore a source's position; sources without it are re-read.
 type Skipper interface {
 	// SkipRecords drops the next n records: the records Next returns

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"streamd/core"
@@ -15,7 +15,8 @@ import (
 
 // GeneratorOptions configures a Generator.
 type GeneratorOptions struct {
-	// Seed seeds the PCG generator: the same seed gives the same records.
+	// Seed seeds the counter-based generator: the same seed gives the same
+	// records.
 	Seed uint64
 	// Count is the number of records; 0 means unbounded (Next returns
 	// ctx.Err() when ctx is done, never io.EOF).
@@ -28,7 +29,8 @@ type GeneratorOptions struct {
 	RateSteps []RateStep
 	// Keys is the number of distinct keys; 0 means 1000.
 	Keys int
-	// Distribution of keys: "uniform" (the default) or "zipf".
+	// Distribution of keys: "uniform" (the default) or "zipf" (which
+	// builds a table of 16 bytes a key once).
 	Distribution string
 	// ZipfS is the Zipf exponent, > 1; 0 means 1.1. Key k000000 is the most
 	// frequent.
@@ -49,10 +51,22 @@ var GeneratorSchema = core.MustSchema(
 	core.Field{Name: "ts", Type: core.Timestamp},
 )
 
-// Generator returns a synthetic source of GeneratorSchema records,
-// deterministic for a seed (math/rand/v2 PCG): keys are drawn first, then
-// the value, for each record in turn. Keys are built once, so a record
-// allocates nothing.
+// GeneratorBlockRecords is the number of records in a block of a
+// splittable generator (core.Splittable): block b holds records
+// [b·GeneratorBlockRecords, (b+1)·GeneratorBlockRecords), the last block
+// fewer at Count. A multiple of core.BatchSize, so that blocks cut batches
+// where Next does; 16 batches, so that the cost of handing a block to a
+// worker is spread over 8 Ki records (0.1 to 0.3 ms of generation,
+// BenchmarkGeneratorBlock).
+const GeneratorBlockRecords = 16 * core.BatchSize
+
+// Generator returns a synthetic source of GeneratorSchema records. Record
+// i is a pure function of (Seed, i): its key and value come from draws 2i
+// and 2i+1 of a counter-based generator (SplitMix64 evaluated at a counter,
+// see generator_draw.go), uniform keys by multiply-shift, Zipf keys through
+// an alias table built once. Keys are built once, so a record allocates
+// nothing. (Until 2026-12-01 the records came from a stateful math/rand
+// PCG stream, so every generator job's values changed then, once.)
 //
 // With a Rate, record i is due at t0 + i/Rate (its intended send time),
 // t0 being chosen on the first call to Next so that the first record it
@@ -69,9 +83,13 @@ var GeneratorSchema = core.MustSchema(
 // record (t0 + i/Rate, wall clock ns), not its arrival: the runtime keeps a
 // non-zero Stamp, so latency measured at the sink is free of coordinated
 // omission. Without a rate the runtime stamps batches on arrival.
+//
 // Pos is i+1. A generator with a Count implements core.Sized. Every
-// generator implements core.Skipper: SkipRecords makes the same random
-// draws as Next without building records or waiting.
+// generator implements core.Skipper: SkipRecords moves the index, in O(1).
+// A generator without a rate (neither Rate nor RateSteps) implements
+// core.Splittable, in blocks of GeneratorBlockRecords records cut into
+// batches as Next cuts them; a rate-limited one does not, its batches
+// following the clock.
 func Generator(opts GeneratorOptions) (core.Source, error) {
 	if opts.Count < 0 {
 		return nil, fmt.Errorf("generator: count %d is negative", opts.Count)
@@ -91,7 +109,7 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 	if opts.ZipfS == 0 {
 		opts.ZipfS = 1.1
 	}
-	g := &generator{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)), now: time.Now}
+	g := &generator{opts: opts, now: time.Now}
 	switch {
 	case len(opts.RateSteps) > 0:
 		sched, err := newRateSchedule(opts.RateSteps)
@@ -108,7 +126,7 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 		if !(opts.ZipfS > 1) {
 			return nil, fmt.Errorf("generator: zipf exponent %g must be > 1", opts.ZipfS)
 		}
-		g.zipf = rand.NewZipf(g.rng, opts.ZipfS, 1, uint64(opts.Keys-1))
+		g.zipf = newZipfTable(opts.Keys, opts.ZipfS)
 	default:
 		return nil, fmt.Errorf("generator: unknown distribution %q (expected uniform or zipf)", opts.Distribution)
 	}
@@ -118,17 +136,42 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 		s := strconv.Itoa(k)
 		g.keys[k] = "k" + zeros(width-len(s)) + s
 	}
-	if opts.Count > 0 {
+	switch {
+	case g.sched != nil && opts.Count > 0:
 		return sizedGenerator{g}, nil
+	case g.sched != nil:
+		return g, nil
+	case opts.Count > 0:
+		return sizedBlockGenerator{blockGenerator{g}}, nil
 	}
-	return g, nil
+	return blockGenerator{g}, nil
 }
 
-// sizedGenerator is a generator with a Count: it implements core.Sized.
+// sizedGenerator is a rate-limited generator with a Count: it implements
+// core.Sized.
 type sizedGenerator struct{ *generator }
 
 // Size is Count.
 func (g sizedGenerator) Size() int64 { return g.opts.Count }
+
+// blockGenerator is a generator without a rate: it implements
+// core.Splittable.
+type blockGenerator struct{ *generator }
+
+// sizedBlockGenerator is a generator without a rate, with a Count: it
+// implements core.Splittable and core.Sized.
+type sizedBlockGenerator struct{ blockGenerator }
+
+// Size is Count.
+func (g sizedBlockGenerator) Size() int64 { return g.opts.Count }
+
+var (
+	_ core.Splittable = blockGenerator{}
+	_ core.Splittable = sizedBlockGenerator{}
+	_ core.Sized      = sizedBlockGenerator{}
+	_ core.Sized      = sizedGenerator{}
+	_ core.Skipper    = (*generator)(nil)
+)
 
 func zeros(n int) string {
 	b := make([]byte, n)
@@ -138,17 +181,20 @@ func zeros(n int) string {
 	return string(b)
 }
 
+// generator is the state of one sequential reader (Next, SkipRecords): the
+// index of its next record and the rate schedule. What records are is
+// fixed at construction (opts, zipf, keys) and read-only afterwards, so
+// that blocks can be built concurrently.
 type generator struct {
 	opts   GeneratorOptions
-	rng    *rand.Rand
-	zipf   *rand.Zipf
+	zipf   *aliasTable // the Zipf keys' table; nil: uniform keys
 	keys   []string
 	i      int64     // records produced (or skipped)
 	t0     time.Time // schedule start (rate mode), set on the first Next after a start or skip
 	sched  *rateSchedule
 	now    func() time.Time // the clock of the schedule: time.Now (tests script it)
 	timer  *time.Timer
-	closed bool
+	closed atomic.Bool // set by Close; read by ReadBlock on other goroutines
 }
 
 func (g *generator) Schema() *core.Schema { return GeneratorSchema }
@@ -160,7 +206,7 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if g.closed {
+	if g.closed.Load() {
 		return nil, errClosed
 	}
 	if g.opts.Count > 0 && g.i >= g.opts.Count {
@@ -199,67 +245,109 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 	return b, nil
 }
 
-// append adds up to n records (fewer at Count).
+// append adds the next n records (fewer at Count).
 func (g *generator) append(b *core.Batch, n int) {
 	if c := g.opts.Count; c > 0 {
 		n = int(min(int64(n), c-g.i))
 	}
-	for range n {
-		k, v := g.draw()
-		row := b.Append(0, 0, core.NoTime, g.i+1)
-		row[0] = core.IntValue(g.i)
+	g.appendRecords(b, g.i, n)
+	g.i += int64(n)
+}
+
+// appendRecords appends records i … i+n-1 to b. It reads only what is
+// fixed at construction: safe on several goroutines at once.
+func (g *generator) appendRecords(b *core.Batch, i int64, n int) {
+	for j := i; j < i+int64(n); j++ {
+		k, v := g.record(j)
+		row := b.Append(0, 0, core.NoTime, j+1)
+		row[0] = core.IntValue(j)
 		row[1] = core.StringValue(g.keys[k])
 		row[2] = core.IntValue(v)
-		row[3] = core.TimeValue(g.opts.Start + g.i*g.opts.Step)
-		g.i++
+		row[3] = core.TimeValue(g.opts.Start + j*g.opts.Step)
 	}
 }
 
-// draw makes record i's random draws: its key, then its value. Next and
-// SkipRecords share it, so that a skip leaves the generator where reading
-// would.
-func (g *generator) draw() (key uint64, value int64) {
+// record is record i's key (an index into keys) and value: draws 2i and
+// 2i+1 of the seed.
+func (g *generator) record(i int64) (key uint64, value int64) {
+	ku := draw(g.opts.Seed, 2*uint64(i))
 	if g.zipf != nil {
-		key = g.zipf.Uint64()
+		key = g.zipf.key(ku)
 	} else {
-		key = g.rng.Uint64N(uint64(len(g.keys)))
+		key, _ = below(ku, uint64(len(g.keys)))
 	}
-	return key, g.rng.Int64N(1000)
+	v, _ := below(draw(g.opts.Seed, 2*uint64(i)+1), 1000)
+	return key, int64(v)
 }
 
-// SkipRecords drops the next n records (core.Skipper): it makes their
-// random draws, so the records after them are those Next would have
-// returned, but builds nothing and does not wait for the rate; the
-// schedule restarts at the record after them (due at the next Next). It
-// returns how many it dropped: fewer than n with io.EOF when Count comes
-// first, or with ctx.Err() (checked every 64 Ki records). It costs about
-// 8 ns a record with uniform keys and 50 ns with zipf, about half and two
-// thirds of Next's (BenchmarkGeneratorSkip, 2-vCPU VM).
+// SkipRecords drops the next n records (core.Skipper): it moves the index
+// past them, in O(1) (a record is a function of its index, so there is
+// nothing to draw), and does not wait for the rate; the schedule restarts
+// at the record after them (due at the next Next). It returns how many it
+// dropped: fewer than n with io.EOF when Count comes first; 0 and ctx.Err()
+// when ctx is done.
 func (g *generator) SkipRecords(ctx context.Context, n int64) (int64, error) {
-	if g.closed {
+	if g.closed.Load() {
 		return 0, errClosed
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("generator: skip %d records: negative", n)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt64-g.i {
+		return 0, fmt.Errorf("generator: skip %d records after %d: past the last index", n, g.i)
 	}
 	g.t0 = time.Time{}
 	todo := n
 	if c := g.opts.Count; c > 0 {
 		todo = min(n, c-g.i)
 	}
-	for k := range todo {
-		if k%(64<<10) == 0 {
-			if err := ctx.Err(); err != nil {
-				return k, err
-			}
-		}
-		g.draw()
-		g.i++
-	}
+	g.i += todo
 	if todo < n {
 		return todo, io.EOF
 	}
 	return n, nil
+}
+
+// Blocks is the number of blocks (core.Splittable): ⌈Count /
+// GeneratorBlockRecords⌉, or -1 without a Count.
+func (g blockGenerator) Blocks() int {
+	if g.opts.Count == 0 {
+		return -1
+	}
+	return int((g.opts.Count + GeneratorBlockRecords - 1) / GeneratorBlockRecords)
+}
+
+// ReadBlock emits block b's records (core.Splittable): records
+// [b·GeneratorBlockRecords, (b+1)·GeneratorBlockRecords), fewer at Count,
+// in full batches of core.BatchSize but the last at Count — the batches
+// Next returns on a fresh read. emit owns each batch. ctx is checked per
+// batch. Safe on several goroutines at once; it does not move Next's index.
+func (g blockGenerator) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+	if g.closed.Load() {
+		return errClosed
+	}
+	if n := g.Blocks(); b < 0 || (n >= 0 && b >= n) || int64(b) > math.MaxInt64/GeneratorBlockRecords-1 {
+		return fmt.Errorf("generator: block %d out of range (%d blocks)", b, n)
+	}
+	from := int64(b) * GeneratorBlockRecords
+	to := from + GeneratorBlockRecords
+	if c := g.opts.Count; c > 0 {
+		to = min(to, c)
+	}
+	for i := from; i < to; i += core.BatchSize {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch := core.NewBatch(GeneratorSchema)
+		g.appendRecords(batch, i, int(min(core.BatchSize, to-i)))
+		if err := emit(batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sleep waits d or until ctx is done, on a timer reused across calls.
@@ -299,7 +387,7 @@ const spinBelow = 200 * time.Microsecond
 
 // Close ends the generator. Safe to call more than once.
 func (g *generator) Close() error {
-	g.closed = true
+	g.closed.Store(true)
 	return nil
 }
 

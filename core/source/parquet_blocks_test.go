@@ -12,9 +12,9 @@ import (
 	"streamd/core"
 )
 
-// batchText renders a batch's records with their positions, one string a
+// parquetBatchText renders a batch's records with their positions, one string a
 // batch, to compare two readers batch by batch.
-func batchText(b *core.Batch) string {
+func parquetBatchText(b *core.Batch) string {
 	var buf []byte
 	for i := range b.Len {
 		buf = fmt.Appendf(buf, "%d:", b.Pos[i])
@@ -38,7 +38,7 @@ func readBlocks(t *testing.T, s core.Splittable, m int) []string {
 		wg.Go(func() {
 			for b := w; b < s.Blocks(); b += m {
 				errs[w] = s.ReadBlock(context.Background(), b, func(bt *core.Batch) error {
-					per[b] = append(per[b], batchText(bt))
+					per[b] = append(per[b], parquetBatchText(bt))
 					bt.Release()
 					return nil
 				})
@@ -81,7 +81,7 @@ func TestParquetBlocksMatchNext(t *testing.T) {
 		if err != nil {
 			break
 		}
-		want = append(want, batchText(b))
+		want = append(want, parquetBatchText(b))
 		b.Release()
 	}
 	if s.Blocks() != 5 || len(want) != 14 { // 4 row groups of 1500 rows (3 batches) and one of 1000 (2)
