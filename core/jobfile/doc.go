@@ -9,5 +9,6 @@
 // Operators, sources and sinks are kinds in a registry (registry.go), one
 // file each (op_*.go, source_*.go, sink_*.go): a kind's file holds its spec
 // type, its builder and its registration, and nothing else in the package
-// names it.
+// names it. Every expression is compiled once (compileExpr), and the
+// program that reported its errors is the one the operator runs.
 package jobfile

@@ -8,6 +8,13 @@ import (
 	"streamd/core/eval"
 )
 
+// compileExpr compiles every expression of a job file (filter conditions,
+// map fields, count_if conditions), each once: the program that type-checks
+// it, whose errors point into the file, is the one the operator runs in
+// every channel (a Program is safe for concurrent use). A test replaces it
+// to see what is compiled.
+var compileExpr = eval.Compile
+
 // compile compiles an expression, reporting errors at their position inside
 // the expression's YAML value.
 func (f *File) compile(path, src string, in *core.Schema) (*eval.Program, error) {
@@ -18,7 +25,7 @@ func (f *File) compile(path, src string, in *core.Schema) (*eval.Program, error)
 // condition inside count_if(…)), reporting errors at their position in the
 // file.
 func (f *File) compileIn(path, value string, lo, hi int, in *core.Schema) (*eval.Program, error) {
-	prog, err := eval.Compile(value[lo:hi], in)
+	prog, err := compileExpr(value[lo:hi], in)
 	if err == nil {
 		return prog, nil
 	}

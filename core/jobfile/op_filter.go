@@ -6,16 +6,17 @@ import (
 )
 
 // filter: delay > 15 keeps the records for which the condition is true
-// (ops.Filter).
+// (ops.FilterProgram).
 func init() {
 	registerOp(opEntry[*string]{name: "filter", rank: 10, build: buildFilter})
 }
 
-// buildFilter compiles the condition to report errors at their position
-// in the file.
+// buildFilter compiles the condition once: the program that reports
+// errors at their position in the file is the one every channel runs.
 func buildFilter(b *opBuild, cond *string) (core.OperatorDef, error) {
-	if _, err := b.f.compile(b.path, *cond, b.in); err != nil {
+	p, err := b.f.compile(b.path, *cond, b.in)
+	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	return ops.Filter(b.name, *cond, b.in, b.errs)
+	return ops.FilterProgram(b.name, p, b.errs)
 }

@@ -15,8 +15,8 @@ func init() {
 	registerOp(opEntry[yaml.MapSlice]{name: "map", rank: 20, build: buildMap})
 }
 
-// buildMap compiles each expression to report errors at their position in
-// the file.
+// buildMap compiles each expression once, reporting errors at their
+// position in the file, and hands the programs to ops.Map.
 func buildMap(b *opBuild, fields yaml.MapSlice) (core.OperatorDef, error) {
 	var mfs []ops.MapField
 	for _, it := range fields {
@@ -25,10 +25,11 @@ func buildMap(b *opBuild, fields yaml.MapSlice) (core.OperatorDef, error) {
 		if !ok {
 			src = fmt.Sprint(it.Value)
 		}
-		if _, err := b.f.compile(b.path+"."+name, src, b.in); err != nil {
+		p, err := b.f.compile(b.path+"."+name, src, b.in)
+		if err != nil {
 			return core.OperatorDef{}, err
 		}
-		mfs = append(mfs, ops.MapField{Name: name, Expr: src})
+		mfs = append(mfs, ops.MapField{Name: name, Expr: src, Program: p})
 	}
 	return ops.Map(b.name, mfs, true, b.in, b.errs)
 }
