@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
-	"regexp"
 	goruntime "runtime"
 	"strings"
 	"time"
@@ -17,12 +15,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
-	"streamd/core/eval"
-	"streamd/core/ops"
 	"streamd/core/runtime"
-	"streamd/core/sink"
-	"streamd/core/source"
-	"streamd/core/window"
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/snapshot"
@@ -104,10 +97,10 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if job.Pre, schema, err = f.buildOps("pipeline", s.Pipeline, schema, errs, nil); err != nil {
 		return nil, err
 	}
-	if job.SourceParallelism, err = f.workers("source.parallelism", "--source-parallelism", f.Spec.Source.Parallelism, opt.SourceParallelism); err != nil {
+	if job.SourceParallelism, err = f.workers("source.parallelism", "--source-parallelism", s.Source.Parallelism(), opt.SourceParallelism); err != nil {
 		return nil, err
 	}
-	if job.OutputParallelism, err = f.workers("runtime.output_workers", "--output-workers", f.Spec.Runtime.OutputWorkers, opt.OutputWorkers); err != nil {
+	if job.OutputParallelism, err = f.workers("runtime.output_workers", "--output-workers", s.Runtime.OutputWorkers, opt.OutputWorkers); err != nil {
 		return nil, err
 	}
 	if opt.Channels != 0 && s.Region == nil {
@@ -173,9 +166,6 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	return job, nil
 }
 
-// ioStates describes the job's source and sink for runtime.Checkpointing:
-// their settings as JSON, without what a restored run may change (a
-// generator's count and rate, a CSV file's parsing parallelism).
 // maxWorkers bounds source.parallelism and runtime.output_workers.
 const maxWorkers = 256
 
@@ -219,35 +209,15 @@ func (f *File) ioStates() (source, sink string) {
 	})
 }
 
+// ioStates describes the job's source and sink for runtime.Checkpointing:
+// each as its kind describes itself (sourceEntry.describe,
+// sinkEntry.describe: without what a restored run may change, such as a
+// generator's count and rate or a CSV file's parsing parallelism, and
+// with defaults written out), rendered as JSON under its name.
 func (s *Spec) ioStates(resolve func(string) string) (source, sink string) {
-	in := s.Source
-	if c := in.CSV; c != nil {
-		cc := *c
-		cc.Parallelism = 0
-		in.CSV = &cc
+	if k, spec, ok := sourceKinds.chosen(s.Source.sources); ok {
+		source = render(k.name, k.describe(spec))
 	}
-	if g := in.Generator; g != nil {
-		gg := *g
-		gg.Count, gg.Rate, gg.RateSteps = 0, 0, nil
-		// Defaults written out, and durations by value (1ms = 1000us).
-		if gg.Keys == 0 {
-			gg.Keys = 1000
-		}
-		if gg.Distribution == "" {
-			gg.Distribution = "uniform"
-		}
-		if gg.ZipfS == 0 {
-			gg.ZipfS = 1.1
-		}
-		gg.Step = durationValue(gg.Step, time.Millisecond)
-		if t, err := core.ParseTime(gg.Start); err == nil && gg.Start != "" {
-			gg.Start = time.Unix(0, t).UTC().Format(time.RFC3339Nano)
-		} else if gg.Start == "" {
-			gg.Start = time.Unix(0, 0).UTC().Format(time.RFC3339Nano)
-		}
-		in.Generator = &gg
-	}
-	source = chosen(in)
 	if et := s.EventTime; et != nil && et.Field != "" {
 		// Event time decides which records are late and when windows
 		// fire: part of what the restored position means.
@@ -257,38 +227,10 @@ func (s *Spec) ioStates(resolve func(string) string) (source, sink string) {
 	}
 	// The sink as it writes: defaults spelled out, paths cleaned, so
 	// that writing a default out does not count as a change.
-	out := s.Sink
-	if c := out.CSV; c != nil {
-		cc := *c
-		header := cc.Header == nil || *cc.Header
-		cc.Header, cc.Path = &header, resolve(cc.Path)
-		if cc.Delimiter == "" {
-			cc.Delimiter = ","
-		}
-		out.CSV = &cc
+	if k, spec, ok := sinkKinds.chosen(s.Sink.sinks); ok {
+		sink = render(k.name, k.describe(spec, resolve))
 	}
-	if j := out.JSONL; j != nil {
-		jj := *j
-		jj.Path = resolve(jj.Path)
-		out.JSONL = &jj
-	}
-	if st := out.Stdout; st != nil && st.Format == "" {
-		out.Stdout = &StdoutSpec{Format: "csv"}
-	}
-	return source, chosen(out)
-}
-
-// chosen renders the one member set in a SourceSpec or SinkSpec under its
-// job-file name (render).
-func chosen(spec any) string {
-	v := reflect.ValueOf(spec)
-	for i := range v.NumField() {
-		if f := v.Field(i); !f.IsNil() {
-			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			return render(name, f.Interface())
-		}
-	}
-	return ""
+	return source, sink
 }
 
 // render writes {name: v} on one line with v's job-file names, e.g.
@@ -320,30 +262,6 @@ func baseName(p string) string {
 	return p
 }
 
-// fill sets *p to a zero T when the key is present but *p is nil.
-func fill[T any](present bool, p **T) {
-	if present && *p == nil {
-		*p = new(T)
-	}
-}
-
-func exactlyOne(path string, f *File, names []string, set []bool) (int, error) {
-	idx := -1
-	for i, s := range set {
-		if !s {
-			continue
-		}
-		if idx >= 0 {
-			return -1, f.errAt(path, "has both %s and %s; expected exactly one of %s", names[idx], names[i], strings.Join(names, ", "))
-		}
-		idx = i
-	}
-	if idx < 0 {
-		return -1, f.errAt(path, "expected one of %s", strings.Join(names, ", "))
-	}
-	return idx, nil
-}
-
 func (f *File) fields(path string, ms yaml.MapSlice) ([]core.Field, error) {
 	var fs []core.Field
 	for _, it := range ms {
@@ -369,137 +287,13 @@ func (f *File) duration(path, s string, def time.Duration) (time.Duration, error
 	return d, nil
 }
 
+// buildSource builds the one source of source:.
 func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
-	src := &f.Spec.Source
-	// A key with no value ("stdin:") decodes to nil; it still names the
-	// source.
-	fill(f.present("source.parquet"), &src.Parquet)
-	fill(f.present("source.csv"), &src.CSV)
-	fill(f.present("source.jsonl"), &src.JSONL)
-	fill(f.present("source.stdin"), &src.Stdin)
-	fill(f.present("source.generator"), &src.Generator)
-	i, err := exactlyOne("source", f, []string{"parquet", "csv", "jsonl", "stdin", "generator"},
-		[]bool{src.Parquet != nil, src.CSV != nil, src.JSONL != nil, src.Stdin != nil, src.Generator != nil})
+	k, spec, err := sourceKinds.choose(f, "source", f.Spec.Source.sources, true)
 	if err != nil {
 		return nil, err
 	}
-	var s core.Source
-	switch i {
-	case 0:
-		p := src.Parquet
-		if p.Path == "" {
-			return nil, f.errAt("source.parquet", "missing path")
-		}
-		s, err = source.Parquet(f.path(p.Path), p.Columns, errs)
-		if err != nil {
-			return nil, f.errAt("source.parquet.path", "%v", err)
-		}
-	case 1:
-		c := src.CSV
-		if c.Path == "" {
-			return nil, f.errAt("source.csv", "missing path")
-		}
-		opts, err := f.csvOptions("source.csv", c.Header, c.Delimiter, c.Columns)
-		if err != nil {
-			return nil, err
-		}
-		if c.Parallelism < 0 || c.Parallelism > maxCSVParallelism {
-			return nil, f.errAt("source.csv.parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
-		}
-		opts.Parallelism = c.Parallelism
-		if s, err = source.CSV(f.path(c.Path), opts, errs); err != nil {
-			return nil, f.errAt("source.csv.path", "%v", err)
-		}
-	case 2:
-		j := src.JSONL
-		if j.Path == "" {
-			return nil, f.errAt("source.jsonl", "missing path")
-		}
-		fs, err := f.fields("source.jsonl.fields", j.Fields)
-		if err != nil {
-			return nil, err
-		}
-		if len(fs) == 0 {
-			return nil, f.errAt("source.jsonl", "missing fields (name: type)")
-		}
-		if s, err = source.JSONL(f.path(j.Path), fs, nil, errs); err != nil {
-			return nil, f.errAt("source.jsonl.path", "%v", err)
-		}
-	case 3:
-		in := src.Stdin
-		switch in.Format {
-		case "csv":
-			opts, err := f.csvOptions("source.stdin", in.Header, in.Delimiter, in.Fields)
-			if err != nil {
-				return nil, err
-			}
-			s, err = source.Stdin("csv", source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
-			if err != nil {
-				return nil, f.errAt("source.stdin", "%v", err)
-			}
-		case "jsonl":
-			fs, err := f.fields("source.stdin.fields", in.Fields)
-			if err != nil {
-				return nil, err
-			}
-			if len(fs) == 0 {
-				return nil, f.errAt("source.stdin", "missing fields (name: type)")
-			}
-			if s, err = source.Stdin("jsonl", source.StdinOptions{Columns: fs}, errs); err != nil {
-				return nil, f.errAt("source.stdin", "%v", err)
-			}
-		default:
-			return nil, f.errAt("source.stdin.format", "format %q: expected csv or jsonl", in.Format)
-		}
-	case 4:
-		g := src.Generator
-		opts := source.GeneratorOptions{Seed: g.Seed, Count: g.Count, Rate: g.Rate, Keys: g.Keys, Distribution: g.Distribution, ZipfS: g.ZipfS}
-		if g.Start != "" {
-			if opts.Start, err = core.ParseTime(g.Start); err != nil {
-				return nil, f.errAt("source.generator.start", "%v", err)
-			}
-		}
-		step, err := f.duration("source.generator.step", g.Step, 0)
-		if err != nil {
-			return nil, err
-		}
-		opts.Step = int64(step)
-		for i, st := range g.RateSteps {
-			p := fmt.Sprintf("source.generator.rate_steps[%d]", i)
-			at, err := f.duration(p+".at", st.At, 0)
-			if err != nil {
-				return nil, err
-			}
-			opts.RateSteps = append(opts.RateSteps, source.RateStep{At: at, Rate: st.Rate})
-		}
-		if s, err = source.Generator(opts); err != nil {
-			return nil, f.errAt("source.generator", "%v", err)
-		}
-	}
-	return s, nil
-}
-
-// maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine
-// keeps about two blocks of 256 KiB and their parsed records in flight
-// (1000 goroutines took 520 MB), and more goroutines than cores gain
-// nothing.
-const maxCSVParallelism = 256
-
-func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice) (source.CSVOptions, error) {
-	opts := source.CSVOptions{Header: header == nil || *header}
-	if delim != "" {
-		r := []rune(delim)
-		if len(r) != 1 {
-			return opts, f.errAt(path+".delimiter", "delimiter must be one character, not %q", delim)
-		}
-		opts.Delimiter = r[0]
-	}
-	fs, err := f.fields(path+".columns", cols)
-	if err != nil {
-		return opts, err
-	}
-	opts.Columns = fs
-	return opts, nil
+	return k.build(&sourceBuild{f: f, path: "source." + k.name, errs: errs}, spec)
 }
 
 func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
@@ -534,8 +328,6 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventT
 	return out, nil
 }
 
-var opNames = []string{"filter", "map", "project", "lookup_csv", "lookup_http", "window", "aggregate"}
-
 func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) ([]core.OperatorDef, *core.Schema, error) {
 	var defs []core.OperatorDef
 	for i := range specs {
@@ -550,389 +342,45 @@ func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core
 	return defs, in, nil
 }
 
+// buildOp builds the operator of the entry at p, bound to its input in; reg
+// is the region it runs in (nil in pipeline and post).
 func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) (core.OperatorDef, error) {
-	k, err := exactlyOne(p, f, opNames, []bool{o.Filter != nil, o.Map != nil, o.Project != nil,
-		o.LookupCSV != nil, o.LookupHTTP != nil, o.Window != nil, o.Aggregate != nil})
+	k, spec, err := opKinds.choose(f, p, o.ops, false)
 	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	kp := p + "." + opNames[k]
+	kp := p + "." + k.name
 	name := o.Name
 	if name == "" {
 		name = kp
 	}
-	if (k == 5 || k == 6) && (reg == nil || len(reg.Key) == 0) {
-		return core.OperatorDef{}, f.errAt(kp, "%s keeps keyed state: it belongs in a region with key_by", opNames[k])
+	if k.keyed && (reg == nil || len(reg.Key) == 0) {
+		return core.OperatorDef{}, f.errAt(kp, "%s keeps keyed state: it belongs in a region with key_by", k.name)
 	}
-	var def core.OperatorDef
-	switch k {
-	case 0:
-		if _, err := f.compile(kp, *o.Filter, in); err != nil {
-			return def, err
-		}
-		def, err = ops.Filter(name, *o.Filter, in, errs)
-	case 1:
-		var fields []ops.MapField
-		for _, it := range o.Map {
-			fname := fmt.Sprint(it.Key)
-			src, ok := it.Value.(string)
-			if !ok {
-				src = fmt.Sprint(it.Value)
-			}
-			if _, err := f.compile(kp+"."+fname, src, in); err != nil {
-				return def, err
-			}
-			fields = append(fields, ops.MapField{Name: fname, Expr: src})
-		}
-		def, err = ops.Map(name, fields, true, in, errs)
-	case 2:
-		cols := make([]ops.Column, len(o.Project))
-		for i, c := range o.Project {
-			cols[i].From, cols[i].As = splitAs(c)
-		}
-		def, err = ops.ProjectColumns(name, cols, in)
-	case 3:
-		l := o.LookupCSV
-		if err := f.lookupKey(kp, l.Key, in); err != nil {
-			return def, err
-		}
-		opts := ops.LookupCSVOptions{Path: f.path(l.Path), Key: l.Key, TableKey: l.TableKey, OnMiss: l.OnMiss}
-		for _, fl := range l.Fields {
-			col, as := splitAs(fl)
-			opts.Fields = append(opts.Fields, ops.LookupField{Column: col, As: as})
-		}
-		def, err = ops.LookupCSV(name, opts, in, errs)
-	case 4:
-		l := o.LookupHTTP
-		if err := f.lookupKey(kp, l.Key, in); err != nil {
-			return def, err
-		}
-		fs, ferr := f.fields(kp+".fields", l.Fields)
-		if ferr != nil {
-			return def, ferr
-		}
-		ttl, derr := f.duration(kp+".ttl", l.TTL, time.Minute)
-		if derr != nil {
-			return def, derr
-		}
-		timeout, derr := f.duration(kp+".timeout", l.Timeout, 5*time.Second)
-		if derr != nil {
-			return def, derr
-		}
-		def, err = ops.LookupHTTP(name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
-			MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, in, errs)
-	case 5:
-		w := o.Window
-		if f.Spec.EventTime == nil {
-			return def, f.errAt(kp, "a window needs event time (expected event_time: with a field)")
-		}
-		size, derr := f.duration(kp+".size", w.Size, 0)
-		if derr != nil {
-			return def, derr
-		}
-		if size <= 0 {
-			return def, f.errAt(kp+".size", "window size must be a positive duration (e.g. 1h)")
-		}
-		slide, derr := f.duration(kp+".slide", w.Slide, 0)
-		if derr != nil {
-			return def, derr
-		}
-		if slide < 0 || slide > size || slide > 0 && size%slide != 0 {
-			return def, f.errAt(kp+".slide", "slide %s must be positive, at most the size %s, and divide it", slide, size)
-		}
-		key := w.Key
-		if len(key) == 0 {
-			key = reg.Key
-		}
-		if err := window.CheckPartitioning(key, reg.Key); err != nil {
-			return def, f.errAt(kp+".key", "%v", err)
-		}
-		aggs, aerr := f.aggregates(kp+".aggregates", w.Aggregates, in)
-		if aerr != nil {
-			return def, aerr
-		}
-		late := false
-		switch w.Late {
-		case "", "drop":
-		case "dead_letter":
-			if f.Spec.DeadLetterPath == "" {
-				return def, f.errAt(kp+".late", "late: dead_letter needs dead_letter_path")
-			}
-			late = true
-		default:
-			return def, f.errAt(kp+".late", "late %q: expected drop or dead_letter", w.Late)
-		}
-		def, err = window.New(window.Spec{Name: name, Key: key, Size: int64(size), Slide: int64(slide),
-			Aggs: aggs, LateToDeadLetter: late, Groups: reg.Groups}, in)
-	case 6:
-		a := o.Aggregate
-		key := a.Key
-		if len(key) == 0 {
-			key = reg.Key
-		}
-		if err := window.CheckPartitioning(key, reg.Key); err != nil {
-			return def, f.errAt(kp+".key", "%v", err)
-		}
-		aggs, aerr := f.aggregates(kp+".aggregates", a.Aggregates, in)
-		if aerr != nil {
-			return def, aerr
-		}
-		def, err = window.NewRunning(window.RunningSpec{Name: name, Key: key, Aggs: aggs, Groups: reg.Groups}, in)
-	}
+	def, err := k.build(&opBuild{f: f, path: kp, name: name, in: in, errs: errs, region: reg}, spec)
 	if err != nil {
+		if _, ok := err.(*Error); ok {
+			return def, err
+		}
 		// The operator's errors start with its name, which is kp unless
 		// the file names it.
-		msg := strings.TrimPrefix(err.Error(), opNames[k]+" "+name+": ")
+		msg := strings.TrimPrefix(err.Error(), k.name+" "+name+": ")
 		msg = strings.TrimPrefix(msg, name+": ")
 		return def, f.errAt(kp, "%s", msg)
+	}
+	if k.keyed != (def.State != "") {
+		return def, fmt.Errorf("%s: operator kind %s: a keyed operator describes its checkpointed state (OperatorDef.State), any other has none; got %q", kp, k.name, def.State)
 	}
 	return def, nil
 }
 
-// lookupKey checks a lookup's key field.
-func (f *File) lookupKey(kp, key string, in *core.Schema) error {
-	if key == "" {
-		return f.errAt(kp, "missing key (the input field to look up)")
-	}
-	if _, err := in.Lookup(key); err != nil {
-		return f.errAt(kp+".key", "%v", err)
-	}
-	return nil
-}
-
-var asRe = regexp.MustCompile(`^\s*(\S+)\s+as\s+(\S+)\s*$`)
-
-func splitAs(s string) (string, string) {
-	if m := asRe.FindStringSubmatch(s); m != nil {
-		return m[1], m[2]
-	}
-	return strings.TrimSpace(s), ""
-}
-
-var aggRe = regexp.MustCompile(`^\s*(\w+)\s*(?:\((.*)\))?\s*$`)
-
-func article(t core.Type) string {
-	if t == core.Int64 {
-		return "an int64"
-	}
-	return "a " + t.String()
-}
-
-func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]window.Agg, error) {
-	if len(ms) == 0 {
-		return nil, f.errAt(path, "no aggregates (expected name: fn(arg), e.g. flights: count)")
-	}
-	var aggs []window.Agg
-	for _, it := range ms {
-		name := fmt.Sprint(it.Key)
-		p := path + "." + name
-		src, _ := it.Value.(string)
-		m := aggRe.FindStringSubmatch(src)
-		mi := aggRe.FindStringSubmatchIndex(src)
-		if m == nil {
-			return nil, f.errAt(p, "%q: expected fn(arg), e.g. count, sum(distance), count_if(delay > 15)", src)
-		}
-		fn, err := window.ParseFunc(m[1])
-		if err != nil {
-			return nil, f.errAt(p, "%v", err)
-		}
-		a := window.Agg{Name: name, Func: fn}
-		arg := strings.TrimSpace(m[2])
-		switch fn {
-		case window.Count:
-			if arg != "" {
-				return nil, f.errAt(p, "count takes no argument (use count_if(cond) to count matches)")
-			}
-		case window.CountIf:
-			if arg == "" {
-				return nil, f.errAt(p, "count_if needs a condition, e.g. count_if(delay > 15)")
-			}
-			lo := mi[4] + strings.Index(m[2], arg)
-			prog, err := f.compileIn(p, src, lo, lo+len(arg), in)
-			if err != nil {
-				return nil, err
-			}
-			if prog.Type() != core.Bool {
-				return nil, f.errAt(p, "count_if(%s) is %s, expected a bool condition", arg, article(prog.Type()))
-			}
-			a.If = prog
-		default:
-			if arg == "" {
-				return nil, f.errAt(p, "%s needs a field, e.g. %s(delay)", m[1], m[1])
-			}
-			i, err := in.Lookup(arg)
-			if err != nil {
-				return nil, f.errAt(p, "%v", err)
-			}
-			switch t := in.Fields[i].Type; {
-			case t == core.Int64 || t == core.Float64:
-			case t == core.Timestamp && (fn == window.Min || fn == window.Max):
-			default:
-				return nil, f.errAt(p, "%s(%s): %q is %s; expected an int64 or float64 field (min and max also take a timestamp)", m[1], arg, arg, article(t))
-			}
-			a.Field = arg
-		}
-		aggs = append(aggs, a)
-	}
-	return aggs, nil
-}
-
-// compile compiles an expression, reporting errors at their position inside
-// the expression's YAML value.
-func (f *File) compile(path, src string, in *core.Schema) (*eval.Program, error) {
-	return f.compileIn(path, src, 0, len(src), in)
-}
-
-// compileIn compiles value[lo:hi], a part of the YAML value at path (the
-// condition inside count_if(…)), reporting errors at their position in the
-// file.
-func (f *File) compileIn(path, value string, lo, hi int, in *core.Schema) (*eval.Program, error) {
-	prog, err := eval.Compile(value[lo:hi], in)
-	if err == nil {
-		return prog, nil
-	}
-	e := &Error{File: f.Path, Path: path, Msg: err.Error()}
-	e.Line, e.Column = f.pos(path)
-	var ee *eval.Error
-	if errors.As(err, &ee) {
-		e.Msg = ee.Msg
-		if e.Line > 0 {
-			e.Line, e.Column = f.valuePos(e.Line, e.Column, value, lo+ee.Offset)
-		}
-	}
-	e.Line, e.Column = f.rawPos(e.Line, e.Column)
-	return nil, e
-}
-
-// valuePos maps byte offset off of a scalar's decoded value to its line and
-// column in the file, the scalar starting at line:col. Folding, indentation
-// and quotes change only whitespace and delimiters, so it counts the
-// value's non-blank characters before off and walks the same number of
-// them in the file (a backslash escape or a doubled single quote counting
-// as one). An offset at the end of the value maps to just after its last
-// character.
-func (f *File) valuePos(line, col int, value string, off int) (int, int) {
-	off = min(off, len(value))
-	want := 0
-	for _, r := range value[:off] {
-		if !isBlank(r) {
-			want++
-		}
-	}
-	atEnd := strings.TrimFunc(value[off:], isBlank) == ""
-	lines := f.lines()
-	if line-1 >= len(lines) {
-		return line, col
-	}
-	rs := []rune(lines[line-1])
-	if col-1 >= len(rs) {
-		return line, col
-	}
-	quote := rune(0)
-	i := col - 1
-	switch rs[i] {
-	case '|', '>': // block scalar: the value starts on the next line
-		line, i, rs = line+1, 0, nil
-		if line-1 < len(lines) {
-			rs = []rune(lines[line-1])
-		}
-	case '"', '\'':
-		quote = rs[i]
-		i++
-	}
-	endLine, endCol := line, i+1
-	seen := 0
-	for line-1 < len(lines) {
-		for i < len(rs) {
-			r := rs[i]
-			if isBlank(r) {
-				i++
-				continue
-			}
-			if seen == want && !atEnd {
-				return line, i + 1
-			}
-			n := 1
-			switch {
-			case quote == '"' && r == '\\' && i+1 < len(rs):
-				n = map[rune]int{'x': 4, 'u': 6, 'U': 10}[rs[i+1]]
-				n = max(n, 2)
-			case quote == '\'' && r == '\'' && i+1 < len(rs) && rs[i+1] == '\'':
-				n = 2
-			}
-			i += n
-			seen++
-			endLine, endCol = line, i+1
-			if seen == want && atEnd {
-				return endLine, endCol
-			}
-		}
-		line, i = line+1, 0
-		if line-1 < len(lines) {
-			rs = []rune(lines[line-1])
-		}
-	}
-	return endLine, endCol
-}
-
-func isBlank(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
-
+// buildSink builds the one sink of sink:.
 func (f *File) buildSink(opt Options) (core.Sink, error) {
-	sk := &f.Spec.Sink
-	fill(f.present("sink.csv"), &sk.CSV)
-	fill(f.present("sink.jsonl"), &sk.JSONL)
-	fill(f.present("sink.stdout"), &sk.Stdout)
-	fill(f.present("sink.discard"), &sk.Discard)
-	i, err := exactlyOne("sink", f, []string{"csv", "jsonl", "stdout", "discard"},
-		[]bool{sk.CSV != nil, sk.JSONL != nil, sk.Stdout != nil, sk.Discard != nil})
+	k, spec, err := sinkKinds.choose(f, "sink", f.Spec.Sink.sinks, true)
 	if err != nil {
 		return nil, err
 	}
-	switch i {
-	case 3:
-		return &sink.Discard{}, nil
-	case 0:
-		c := sk.CSV
-		if c.Path == "" {
-			return nil, f.errAt("sink.csv", "missing path")
-		}
-		opts := sink.CSVOptions{Header: c.Header == nil || *c.Header}
-		if c.Delimiter != "" {
-			r := []rune(c.Delimiter)
-			if len(r) != 1 {
-				return nil, f.errAt("sink.csv.delimiter", "delimiter must be one character, not %q", c.Delimiter)
-			}
-			opts.Delimiter = r[0]
-		}
-		if err := f.checkSinkPath("sink.csv.path", f.path(c.Path)); err != nil {
-			return nil, err
-		}
-		return withMkdir(sink.CSV(f.path(c.Path), opts), filepath.Dir(f.path(c.Path)), "sink directory"), nil
-	case 1:
-		if sk.JSONL.Path == "" {
-			return nil, f.errAt("sink.jsonl", "missing path")
-		}
-		if err := f.checkSinkPath("sink.jsonl.path", f.path(sk.JSONL.Path)); err != nil {
-			return nil, err
-		}
-		return withMkdir(sink.JSONL(f.path(sk.JSONL.Path)), filepath.Dir(f.path(sk.JSONL.Path)), "sink directory"), nil
-	}
-	format := sk.Stdout.Format
-	if format == "" {
-		format = "csv"
-	}
-	if format != "csv" && format != "jsonl" {
-		return nil, f.errAt("sink.stdout.format", "format %q: expected csv or jsonl", format)
-	}
-	w := opt.Stdout
-	if w == nil {
-		w = os.Stdout
-	}
-	sk2, err := sink.Stdout(format, w, sink.CSVOptions{Header: true})
-	if err != nil {
-		return nil, f.errAt("sink.stdout", "%v", err)
-	}
-	return sk2, nil
+	return k.build(&sinkBuild{f: f, path: "sink." + k.name, opt: opt}, spec)
 }
 
 // mkdirSink creates a file sink's directory (or the dead-letter file's)
@@ -1039,8 +487,9 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 	if retain == 0 {
 		retain = 3
 	}
-	if f.Spec.Source.Stdin != nil {
-		return nil, f.errAt("checkpoint", "a stdin source cannot be replayed after a restore; checkpoints need a file or generator source")
+	srcKind, srcSpec, _ := sourceKinds.chosen(f.Spec.Source.sources) // buildSource checked it
+	if !srcKind.replayable {
+		return nil, f.errAt("checkpoint", "a %s source cannot be replayed after a restore; checkpoints need a file or generator source", srcKind.name)
 	}
 	timeout, err := f.duration("checkpoint.timeout", c.Timeout, 10*time.Minute)
 	if err != nil {
@@ -1061,10 +510,12 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 		if err := runtime.CheckRestore(&c.Meta, cp, region); err != nil {
 			return err
 		}
-		// A generator's count may change, but not to below the position:
-		// the replay would end before it (an older checkpoint may do).
-		if g := f.Spec.Source.Generator; g != nil && g.Count > 0 && c.Meta.Sources["source"] > g.Count {
-			return fmt.Errorf("%s: the generator's count %d is below the checkpoint's position %d", snapshot.Name(c.Meta.ID), g.Count, c.Meta.Sources["source"])
+		// A source may refuse a position its settings cannot resume
+		// from (a generator's count below it).
+		if srcKind.fits != nil {
+			if err := srcKind.fits(srcSpec, c.Meta.Sources["source"]); err != nil {
+				return fmt.Errorf("%s: %w", snapshot.Name(c.Meta.ID), err)
+			}
 		}
 		return runtime.VerifyOutput(sink, c)
 	}

@@ -33,9 +33,7 @@ func (f *File) checkIntegers() error {
 var mapSliceType = reflect.TypeFor[yaml.MapSlice]()
 
 func (f *File) walkIntegers(n ast.Node, t reflect.Type, path string) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+	t = yamlType(t)
 	n = unwrap(n)
 	if n == nil || t == mapSliceType {
 		return nil

@@ -13,9 +13,7 @@ import (
 // intKeys lists the path of every integer-typed key of t, with [0] for a
 // list item ("pipeline[0].lookup_http.max_cost").
 func intKeys(t reflect.Type, path string) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+	t = yamlType(t) // the registry's shape for ops, source and sink
 	if t == mapSliceType {
 		return nil
 	}

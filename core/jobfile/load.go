@@ -321,9 +321,7 @@ func (f *File) keysAt(line, col int) []string {
 	}
 	var walk func(n ast.Node, t reflect.Type) []string
 	walk = func(n ast.Node, t reflect.Type) []string {
-		for t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
+		t = yamlType(t)
 		n = unwrap(n)
 		switch t.Kind() {
 		case reflect.Struct:

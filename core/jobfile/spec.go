@@ -1,6 +1,6 @@
 package jobfile
 
-import "github.com/goccy/go-yaml"
+import "reflect"
 
 // Spec is the decoded job.yaml. Field tags are the keys of the file.
 type Spec struct {
@@ -23,71 +23,6 @@ type CheckpointSpec struct {
 	Interval string `yaml:"interval"`
 	Retain   int    `yaml:"retain"`
 	Timeout  string `yaml:"timeout"`
-}
-
-// SourceSpec holds exactly one source.
-type SourceSpec struct {
-	Parquet   *ParquetSpec   `yaml:"parquet"`
-	CSV       *CSVSpec       `yaml:"csv"`
-	JSONL     *JSONLSpec     `yaml:"jsonl"`
-	Stdin     *StdinSpec     `yaml:"stdin"`
-	Generator *GeneratorSpec `yaml:"generator"`
-	// Parallelism is how many source workers read the source at once
-	// (runtime.Job.SourceParallelism): 0 (the default) lets the engine
-	// choose, 1 … 256 sets it.
-	Parallelism int `yaml:"parallelism"`
-}
-
-// ParquetSpec reads a Parquet file.
-type ParquetSpec struct {
-	Path    string   `yaml:"path"`
-	Columns []string `yaml:"columns"`
-}
-
-// CSVSpec reads a CSV file.
-type CSVSpec struct {
-	Path      string        `yaml:"path"`
-	Header    *bool         `yaml:"header"`
-	Delimiter string        `yaml:"delimiter"`
-	Columns   yaml.MapSlice `yaml:"columns"` // name: type, in file order
-	// Parallelism is the number of goroutines parsing the file: 0 (the
-	// default) is auto, 1 the sequential reader (source.CSVOptions).
-	Parallelism int `yaml:"parallelism"`
-}
-
-// JSONLSpec reads JSON lines.
-type JSONLSpec struct {
-	Path   string        `yaml:"path"`
-	Fields yaml.MapSlice `yaml:"fields"` // name: type
-}
-
-// StdinSpec reads standard input.
-type StdinSpec struct {
-	Format    string        `yaml:"format"` // csv | jsonl
-	Header    *bool         `yaml:"header"`
-	Delimiter string        `yaml:"delimiter"`
-	Fields    yaml.MapSlice `yaml:"fields"` // name: type
-}
-
-// GeneratorSpec generates records (seq, key, value, ts).
-type GeneratorSpec struct {
-	Seed         uint64  `yaml:"seed"`
-	Count        int64   `yaml:"count"`
-	Rate         float64 `yaml:"rate"`
-	Keys         int     `yaml:"keys"`
-	Distribution string  `yaml:"distribution"`
-	ZipfS        float64 `yaml:"zipf_s"`
-	Start        string  `yaml:"start"`
-	Step         string  `yaml:"step"`
-	// RateSteps: a load that steps up and down, e.g.
-	// [{at: 0s, rate: 1000000}, {at: 20s, rate: 4000000}].
-	RateSteps []RateStepSpec `yaml:"rate_steps"`
-}
-
-// RateStepSpec is one step of a generator's rate schedule.
-type RateStepSpec struct {
-	At   string  `yaml:"at"`
-	Rate float64 `yaml:"rate"`
 }
 
 // EventTimeSpec says where event time comes from.
@@ -125,81 +60,78 @@ type ElasticSpec struct {
 	Seed        uint64 `yaml:"seed"`
 }
 
-// OpSpec holds exactly one operator, and optionally its name.
+// OpSpec is an entry of pipeline, region.ops or post: exactly one operator,
+// under its kind's key (the registry's operator kinds: filter, window, …),
+// and optionally the operator's name.
 type OpSpec struct {
-	Name       string          `yaml:"name"`
-	Filter     *string         `yaml:"filter"`
-	Map        yaml.MapSlice   `yaml:"map"` // name: expression
-	Project    []string        `yaml:"project"`
-	LookupCSV  *LookupCSVSpec  `yaml:"lookup_csv"`
-	LookupHTTP *LookupHTTPSpec `yaml:"lookup_http"`
-	Window     *WindowSpec     `yaml:"window"`
-	Aggregate  *AggregateSpec  `yaml:"aggregate"`
+	Name string
+	ops  choice
 }
 
-// LookupCSVSpec joins with a CSV table.
-type LookupCSVSpec struct {
-	Path     string   `yaml:"path"`
-	Key      string   `yaml:"key"`
-	TableKey string   `yaml:"table_key"`
-	Fields   []string `yaml:"fields"` // "column" or "column as name"
-	OnMiss   string   `yaml:"on_miss"`
+// UnmarshalYAML decodes the entry into the operator registry's shape.
+func (o *OpSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	c, err := opKinds.decode(unmarshal)
+	if err != nil {
+		return err
+	}
+	o.Name, o.ops = c.v.Field(0).String(), c
+	return nil
 }
 
-// LookupHTTPSpec joins with an HTTP JSON endpoint behind a cache.
-type LookupHTTPSpec struct {
-	URL       string        `yaml:"url"`
-	Key       string        `yaml:"key"`
-	Fields    yaml.MapSlice `yaml:"fields"` // name: type
-	TTL       string        `yaml:"ttl"`
-	MaxCost   int64         `yaml:"max_cost"`
-	Timeout   string        `yaml:"timeout"`
-	OnMiss    string        `yaml:"on_miss"`
-	CacheKeys int64         `yaml:"cache_counters"`
+func (OpSpec) yamlShape() reflect.Type { return opKinds.shapeType() }
+
+// SourceSpec holds exactly one source, under its kind's key (the
+// registry's source kinds: csv, parquet, …), and optionally parallelism:
+// how many source workers read it at once (runtime.Job.SourceParallelism;
+// 0, the default, lets the engine choose).
+type SourceSpec struct{ sources choice }
+
+// Parallelism is source.parallelism (0 when absent).
+func (s SourceSpec) Parallelism() int {
+	if !s.sources.v.IsValid() {
+		return 0
+	}
+	return int(s.sources.v.Field(0).Int())
 }
 
-// WindowSpec is an event-time window aggregate.
-type WindowSpec struct {
-	Key        []string      `yaml:"key"`
-	Size       string        `yaml:"size"`
-	Slide      string        `yaml:"slide"`
-	Aggregates yaml.MapSlice `yaml:"aggregates"` // name: fn(arg)
-	Late       string        `yaml:"late"`
+// UnmarshalYAML decodes source: into the source registry's shape.
+func (s *SourceSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	c, err := sourceKinds.decode(unmarshal)
+	s.sources = c
+	return err
 }
 
-// AggregateSpec is a keyed running aggregate without windows.
-type AggregateSpec struct {
-	Key        []string      `yaml:"key"`
-	Aggregates yaml.MapSlice `yaml:"aggregates"`
+func (SourceSpec) yamlShape() reflect.Type { return sourceKinds.shapeType() }
+
+// SinkSpec holds exactly one sink, under its kind's key (the registry's
+// sink kinds: csv, jsonl, …).
+type SinkSpec struct{ sinks choice }
+
+// UnmarshalYAML decodes sink: into the sink registry's shape.
+func (s *SinkSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	c, err := sinkKinds.decode(unmarshal)
+	s.sinks = c
+	return err
 }
 
-// SinkSpec holds exactly one sink.
-type SinkSpec struct {
-	CSV     *CSVSinkSpec     `yaml:"csv"`
-	JSONL   *JSONLSinkSpec   `yaml:"jsonl"`
-	Stdout  *StdoutSpec      `yaml:"stdout"`
-	Discard *DiscardSinkSpec `yaml:"discard"`
-}
+func (SinkSpec) yamlShape() reflect.Type { return sinkKinds.shapeType() }
 
-// DiscardSinkSpec drops the records (Benthos's `drop`): the report still
-// counts them. It has no options.
-type DiscardSinkSpec struct{}
+// shaped is implemented by the Spec types whose keys come from a registry
+// (OpSpec, SourceSpec, SinkSpec): yamlShape is the struct type their
+// mapping decodes into, which the checks that walk the document beside
+// the Spec types (keysAt, checkIntegers) walk instead.
+type shaped interface{ yamlShape() reflect.Type }
 
-// CSVSinkSpec writes a CSV file.
-type CSVSinkSpec struct {
-	Path      string `yaml:"path"`
-	Header    *bool  `yaml:"header"`
-	Delimiter string `yaml:"delimiter"`
-}
-
-// JSONLSinkSpec writes JSON lines.
-type JSONLSinkSpec struct {
-	Path string `yaml:"path"`
-}
-
-// StdoutSpec writes to standard output.
-type StdoutSpec struct {
-	Format string `yaml:"format"` // csv | jsonl
+// yamlType is the struct (or other) type a value of type t is decoded as:
+// t without pointers, or its shape.
+func yamlType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(reflect.TypeFor[shaped]()) {
+		return reflect.Zero(t).Interface().(shaped).yamlShape()
+	}
+	return t
 }
 
 // RuntimeSpec tunes the runtime.

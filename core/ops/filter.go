@@ -8,7 +8,22 @@ import (
 )
 
 // Filter keeps the records for which cond, a Bool expression over in (see
-// package eval), is true.
+// package eval), is true. It compiles cond and calls FilterProgram.
+//
+// Errors: the constructor returns eval's *eval.Error (with line and column
+// within cond) for a bad expression, and FilterProgram's errors.
+func Filter(name, cond string, in *core.Schema, errs *core.ErrorPolicy) (core.OperatorDef, error) {
+	p, err := eval.Compile(cond, in)
+	if err != nil {
+		return core.OperatorDef{}, fmt.Errorf("filter %s: %w", name, err)
+	}
+	return FilterProgram(name, p, errs)
+}
+
+// FilterProgram keeps the records for which cond, a compiled Bool
+// expression, is true. Its input schema is cond's (Program.Schema). Every
+// instance shares cond, which is safe for concurrent use (package eval):
+// an expression is compiled once per job, not once per channel.
 //
 // Shapes: in → in (same schema). Records keep their order and metadata.
 //
@@ -16,25 +31,21 @@ import (
 // Batch.Truncate) and passes that same batch on with out.Emit: no copy, no
 // new batch. An emptied batch is released by the emitter.
 //
-// Errors: the constructor returns eval's *eval.Error (with line and column
-// within cond) for a bad expression and an error for a non-Bool one. A
-// run-time evaluation error on a record (integer % by zero) goes through
-// errs (nil: the instance's Env.Errors; both nil: fail): under skip and
-// dead_letter the record is dropped, under fail Process returns the
-// *core.RecordError naming the record's position.
-func Filter(name, cond string, in *core.Schema, errs *core.ErrorPolicy) (core.OperatorDef, error) {
-	p, err := eval.Compile(cond, in)
-	if err != nil {
-		return core.OperatorDef{}, fmt.Errorf("filter %s: %w", name, err)
+// Errors: the constructor returns an error for a non-Bool cond. A run-time
+// evaluation error on a record (integer % by zero) goes through errs (nil:
+// the instance's Env.Errors; both nil: fail): under skip and dead_letter
+// the record is dropped, under fail Process returns the *core.RecordError
+// naming the record's position.
+func FilterProgram(name string, cond *eval.Program, errs *core.ErrorPolicy) (core.OperatorDef, error) {
+	if cond.Type() != core.Bool {
+		return core.OperatorDef{}, fmt.Errorf("filter %s: condition %q is %s, not bool", name, cond.Source(), cond.Type())
 	}
-	if p.Type() != core.Bool {
-		return core.OperatorDef{}, fmt.Errorf("filter %s: condition %q is %s, not bool", name, cond, p.Type())
-	}
+	in := cond.Schema()
 	return core.OperatorDef{
 		Name: name,
 		Out:  in,
 		New: func(env core.Env) (core.Operator, error) {
-			return &filter{name: name, in: in, p: p, errs: policy(errs, env)}, nil
+			return &filter{name: name, in: in, p: cond, errs: policy(errs, env)}, nil
 		},
 	}, nil
 }

@@ -124,3 +124,32 @@ func TestFilterConstructorErrors(t *testing.T) {
 		t.Errorf("non-bool condition: %v", err)
 	}
 }
+
+// FilterProgram uses the program it is given, in every instance: the
+// loader compiles a condition once, to report errors, and passes it on.
+func TestFilterProgramSharesTheProgram(t *testing.T) {
+	p, err := eval.Compile("delay > 15", flights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := FilterProgram("f", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Out != flights {
+		t.Errorf("output schema %s, want the program's", def.Out)
+	}
+	for c := range 3 {
+		op, err := def.New(core.Env{Channel: c, Channels: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := op.(*filter).p; got != p {
+			t.Errorf("channel %d evaluates program %p, want the one given, %p", c, got, p)
+		}
+	}
+	notBool, _ := eval.Compile("delay + 1", flights)
+	if _, err := FilterProgram("f", notBool, nil); err == nil || err.Error() != `filter f: condition "delay + 1" is int64, not bool` {
+		t.Errorf("a non-bool program: %v", err)
+	}
+}

@@ -12,6 +12,11 @@ import (
 type MapField struct {
 	Name string
 	Expr string
+	// Program, if set, is Expr already compiled against Map's input
+	// schema (eval.Compile with the same *core.Schema; a loader that
+	// compiled it to report errors passes it on): Map uses it and does
+	// not compile Expr again.
+	Program *eval.Program
 }
 
 // Map computes new fields from expressions over each input record.
@@ -26,8 +31,13 @@ type MapField struct {
 // record per input record through out.Append, copying Seq, Hash, Time and
 // Pos; the caller releases the input. Strings are shared, never copied.
 //
+// Every instance shares the compiled expressions, which are safe for
+// concurrent use (package eval): each is compiled once per job, not once
+// per channel.
+//
 // Errors: the constructor returns *eval.Error (wrapped, with the field's
-// name) for a bad expression. A run-time evaluation error on a record goes
+// name) for a bad expression, and an error for a Program compiled against
+// another schema than in. A run-time evaluation error on a record goes
 // through errs (nil: the instance's Env.Errors; both nil: fail); a record
 // that fails is not emitted.
 func Map(name string, fields []MapField, keepInput bool, in *core.Schema, errs *core.ErrorPolicy) (core.OperatorDef, error) {
@@ -47,9 +57,14 @@ func Map(name string, fields []MapField, keepInput bool, in *core.Schema, errs *
 			return core.OperatorDef{}, fmt.Errorf("map %s: field %q appears twice", name, mf.Name)
 		}
 		seen[mf.Name] = true
-		p, err := eval.Compile(mf.Expr, in)
-		if err != nil {
-			return core.OperatorDef{}, fmt.Errorf("map %s: field %q: %w", name, mf.Name, err)
+		p := mf.Program
+		if p == nil {
+			var err error
+			if p, err = eval.Compile(mf.Expr, in); err != nil {
+				return core.OperatorDef{}, fmt.Errorf("map %s: field %q: %w", name, mf.Name, err)
+			}
+		} else if p.Schema() != in {
+			return core.OperatorDef{}, fmt.Errorf("map %s: field %q: the expression was compiled against another schema", name, mf.Name)
 		}
 		progs[k], names[k] = p, mf.Name
 		f := core.Field{Name: mf.Name, Type: p.Type()}

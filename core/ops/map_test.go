@@ -129,3 +129,37 @@ func TestProject(t *testing.T) {
 		t.Errorf("unknown column error does not list the fields: %v", err)
 	}
 }
+
+// Map uses the programs it is given (MapField.Program), in every
+// instance, and compiles only the fields that come without one.
+func TestMapUsesGivenPrograms(t *testing.T) {
+	p, err := eval.Compile("delay * 2", flights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Map("m", []MapField{{Name: "d2", Expr: "delay * 2", Program: p}, {Name: "d3", Expr: "delay * 3"}}, true, flights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compiled *eval.Program
+	for c := range 3 {
+		op, err := def.New(core.Env{Channel: c, Channels: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs := op.(*mapper).progs
+		if progs[0] != p {
+			t.Errorf("channel %d evaluates d2 with %p, want the program given, %p", c, progs[0], p)
+		}
+		if compiled == nil {
+			compiled = progs[1]
+		} else if progs[1] != compiled {
+			t.Errorf("channel %d has its own compiled d3 program", c)
+		}
+	}
+	other := core.MustSchema(core.Field{Name: "delay", Type: core.Int64})
+	q, _ := eval.Compile("delay", other)
+	if _, err := Map("m", []MapField{{Name: "x", Expr: "delay", Program: q}}, true, flights, nil); err == nil {
+		t.Error("a program compiled against another schema was accepted")
+	}
+}

@@ -1,0 +1,49 @@
+package jobfile
+
+import (
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"streamd/core"
+	"streamd/core/ops"
+)
+
+// LookupHTTPSpec joins with an HTTP JSON endpoint behind a cache.
+type LookupHTTPSpec struct {
+	URL       string        `yaml:"url"`
+	Key       string        `yaml:"key"`
+	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	TTL       string        `yaml:"ttl"`
+	MaxCost   int64         `yaml:"max_cost"`
+	Timeout   string        `yaml:"timeout"`
+	OnMiss    string        `yaml:"on_miss"`
+	CacheKeys int64         `yaml:"cache_counters"`
+}
+
+// lookup_http: {url, key, fields, …} adds fields from an HTTP JSON
+// endpoint, behind a cache (ops.LookupHTTP).
+func init() {
+	registerOp(opEntry[*LookupHTTPSpec]{name: "lookup_http", rank: 50, build: buildLookupHTTP})
+}
+
+func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
+	var def core.OperatorDef
+	if err := b.lookupKey(l.Key); err != nil {
+		return def, err
+	}
+	fs, err := b.f.fields(b.path+".fields", l.Fields)
+	if err != nil {
+		return def, err
+	}
+	ttl, err := b.f.duration(b.path+".ttl", l.TTL, time.Minute)
+	if err != nil {
+		return def, err
+	}
+	timeout, err := b.f.duration(b.path+".timeout", l.Timeout, 5*time.Second)
+	if err != nil {
+		return def, err
+	}
+	return ops.LookupHTTP(b.name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
+		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, b.in, b.errs)
+}

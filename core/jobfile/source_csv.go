@@ -1,0 +1,72 @@
+package jobfile
+
+import (
+	"github.com/goccy/go-yaml"
+
+	"streamd/core"
+	"streamd/core/source"
+)
+
+// CSVSpec reads a CSV file.
+type CSVSpec struct {
+	Path      string        `yaml:"path"`
+	Header    *bool         `yaml:"header"`
+	Delimiter string        `yaml:"delimiter"`
+	Columns   yaml.MapSlice `yaml:"columns"` // name: type, in file order
+	// Parallelism is the number of goroutines parsing the file: 0 (the
+	// default) is auto, 1 the sequential reader (source.CSVOptions).
+	Parallelism int `yaml:"parallelism"`
+}
+
+// csv: {path, header, delimiter, columns, parallelism} reads a CSV file
+// (source.CSV). A restored run may parse it with another parallelism.
+func init() {
+	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
+		describe: func(c CSVSpec) any {
+			c.Parallelism = 0
+			return c
+		}})
+}
+
+func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
+	if c.Path == "" {
+		return nil, b.errAt("", "missing path")
+	}
+	opts, err := b.f.csvOptions(b.path, c.Header, c.Delimiter, c.Columns)
+	if err != nil {
+		return nil, err
+	}
+	if c.Parallelism < 0 || c.Parallelism > maxCSVParallelism {
+		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
+	}
+	opts.Parallelism = c.Parallelism
+	s, err := source.CSV(b.f.path(c.Path), opts, b.errs)
+	if err != nil {
+		return nil, b.errAt(".path", "%v", err)
+	}
+	return s, nil
+}
+
+// maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine
+// keeps about two blocks of 256 KiB and their parsed records in flight
+// (1000 goroutines took 520 MB), and more goroutines than cores gain
+// nothing.
+const maxCSVParallelism = 256
+
+// csvOptions reads the CSV settings of the csv and stdin sources.
+func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice) (source.CSVOptions, error) {
+	opts := source.CSVOptions{Header: header == nil || *header}
+	if delim != "" {
+		r := []rune(delim)
+		if len(r) != 1 {
+			return opts, f.errAt(path+".delimiter", "delimiter must be one character, not %q", delim)
+		}
+		opts.Delimiter = r[0]
+	}
+	fs, err := f.fields(path+".columns", cols)
+	if err != nil {
+		return opts, err
+	}
+	opts.Columns = fs
+	return opts, nil
+}

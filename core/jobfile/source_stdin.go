@@ -1,0 +1,52 @@
+package jobfile
+
+import (
+	"github.com/goccy/go-yaml"
+
+	"streamd/core"
+	"streamd/core/source"
+)
+
+// StdinSpec reads standard input.
+type StdinSpec struct {
+	Format    string        `yaml:"format"` // csv | jsonl
+	Header    *bool         `yaml:"header"`
+	Delimiter string        `yaml:"delimiter"`
+	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+}
+
+// stdin: {format, header, delimiter, fields} reads CSV or JSON lines from
+// standard input (source.Stdin). It cannot be replayed, so a job that
+// reads it takes no checkpoints.
+func init() {
+	registerSource(sourceEntry[StdinSpec]{name: "stdin", rank: 40, build: buildStdin})
+}
+
+func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
+	switch in.Format {
+	case "csv":
+		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields)
+		if err != nil {
+			return nil, err
+		}
+		s, err := source.Stdin("csv", source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, b.errs)
+		if err != nil {
+			return nil, b.errAt("", "%v", err)
+		}
+		return s, nil
+	case "jsonl":
+		fs, err := b.f.fields(b.path+".fields", in.Fields)
+		if err != nil {
+			return nil, err
+		}
+		if len(fs) == 0 {
+			return nil, b.errAt("", "missing fields (name: type)")
+		}
+		s, err := source.Stdin("jsonl", source.StdinOptions{Columns: fs}, b.errs)
+		if err != nil {
+			return nil, b.errAt("", "%v", err)
+		}
+		return s, nil
+	}
+	return nil, b.errAt(".format", "format %q: expected csv or jsonl", in.Format)
+}
