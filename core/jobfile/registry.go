@@ -128,11 +128,11 @@ type sinkEntry[T any] struct {
 }
 
 var (
-	opKinds     = &registry[*opKind]{role: "operator", common: []reflect.StructField{
+	opKinds = &registry[*opKind]{role: "operator", common: []reflect.StructField{
 		{Name: "Name", Type: reflect.TypeFor[string](), Tag: `yaml:"name"`}}}
 	sourceKinds = &registry[*sourceKind]{role: "source", common: []reflect.StructField{
 		{Name: "Parallelism", Type: reflect.TypeFor[int](), Tag: `yaml:"parallelism"`}}}
-	sinkKinds   = &registry[*sinkKind]{role: "sink"}
+	sinkKinds = &registry[*sinkKind]{role: "sink"}
 )
 
 func registerOp[S any](e opEntry[S]) {
@@ -181,7 +181,7 @@ func registerSink[T any](e sinkEntry[T]) {
 // names one of them decodes into: a field per kind, by rank, tagged with
 // its name (after name:, for operators).
 type registry[K interface{ base() *kind }] struct {
-	role  string
+	role string
 	// common are the keys every mapping of this role may hold besides its
 	// kind (an operator's name:, a source's parallelism:), first in the
 	// shape.
