@@ -106,3 +106,11 @@ type Encoder interface {
 	// the extended slice. b is borrowed.
 	Encode(dst []byte, b *Batch) []byte
 }
+
+// BlockStarts is implemented by Splittable sources that know, without
+// reading, the input position at which each block starts: the number of
+// records (rows, generated records) before block b. A checkpoint taken at
+// a block boundary records it as the source's position too.
+type BlockStarts interface {
+	BlockStart(b int) int64
+}

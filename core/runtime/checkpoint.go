@@ -76,7 +76,11 @@ func VerifyOutput(s core.Sink, ck *snapshot.Checkpoint) error {
 type barrierInfo struct {
 	epoch    uint64
 	position int64
-	maxTime  int64 // the largest event time seen (watermark generator state)
+	// block, with source workers (exchange.go), is the block boundary the
+	// barrier sits at: every record of blocks < block is before it; -1
+	// for the single source stage.
+	block   int64
+	maxTime int64 // the largest event time seen (watermark generator state)
 	wm       int64
 	table    *kvstate.Table
 	channels int
@@ -232,8 +236,12 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	for i, d := range c.ops {
 		ops[i], states[i] = d.Name, d.State
 	}
+	sources := map[string]int64{"source": info.position}
+	if info.block >= 0 {
+		sources["block"] = info.block
+	}
 	return w.Commit(snapshot.Metadata{
-		Sources:   map[string]int64{"source": info.position},
+		Sources:   sources,
 		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
 		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink},
 	})

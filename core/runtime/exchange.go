@@ -6,10 +6,13 @@ import (
 	"io"
 	"math"
 	goruntime "runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"streamd/core"
 	"streamd/ring"
+	"streamd/snapshot"
 )
 
 // Parallel sources and the M×N exchange (docs/ARCHITECTURE.md, "Parallel
@@ -67,6 +70,7 @@ type blockInput struct {
 	prevMax int64 // largest event time of blocks < b
 	lastWM  int64 // last watermark forwarded
 	ended   bool
+	channel int
 }
 
 func newBlockInput(rings []*ring.SPSC[*core.Batch], blocks int, bound, startWM int64) *blockInput {
@@ -95,6 +99,12 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 				in.b++
 				bt.Release()
 				continue
+			}
+		case core.Barrier:
+			// Every channel is at the same point (all blocks before the
+			// barrier's done): channel 0 records the watermark state.
+			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
+				bi.maxTime, bi.wm = in.prevMax, in.lastWM
 			}
 		case core.Watermark:
 			if wm := max(in.prevMax, bt.Watermark) - in.bound - 1; wm > in.lastWM {
@@ -130,18 +140,27 @@ type exchange struct {
 	splitters []*splitter
 	pre       []*instSet
 	cpus      []*stageCPU
+
+	// Barriers (checkpoints): a worker starting a block decides, under mu,
+	// whether a checkpoint is due, and places it at block pending =
+	// 1 + the largest block any worker has started (current), which no
+	// worker has started yet; the worker of that block sends it when it
+	// gets there, before the block.
+	mu          sync.Mutex
+	current     []int // by worker: the block it reads (or read last)
+	pending     int   // the block the next barrier goes before; -1: none
+	pendingInfo *barrierInfo
 }
 
 // sourceWorkers is how many source workers read the job's source: 0 for
 // the single source stage (no region, a source that cannot be split, or
-// what the exchange does not carry yet: checkpoints and live channel
-// changes), otherwise Job.SourceParallelism (0: as many as the cores
+// what the exchange does not carry yet: live channel changes), otherwise Job.SourceParallelism (0: as many as the cores
 // allow beside the channels, the merger and one core to spare), at least
 // one, at most one per block.
 func sourceWorkers(job *Job, cores int) int {
 	sp, ok := job.Source.(core.Splittable)
 	reg := job.Region
-	if !ok || reg == nil || job.Checkpoint != nil || reg.Elastic != nil || reg.Schedule != nil ||
+	if !ok || reg == nil || reg.Elastic != nil || reg.Schedule != nil ||
 		reg.MaxChannels > reg.Channels || job.SourceParallelism < 0 {
 		return 0
 	}
@@ -170,7 +189,7 @@ func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU())
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	n := reg.Channels
-	x := &exchange{src: r.job.Source.(core.Splittable)}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1}
 	for w := range m {
 		rings := make([]*ring.SPSC[*core.Batch], n)
 		for c := range rings {
@@ -193,19 +212,86 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 		x.splitters = append(x.splitters, sp)
 		x.pre = append(x.pre, pre)
 		x.cpus = append(x.cpus, sc)
+		x.current = append(x.current, firstBlock(r.startBlock, w, m)-m)
 	}
 	r.x = x
+	r.initialTable = x.splitters[0].table
 	r.splitters = x.splitters
 	return nil
 }
 
-// input is channel c's side of the exchange.
-func (x *exchange) input(c int, bound, startWM int64) *blockInput {
+// firstBlock is worker w's first block of m workers when reading starts at
+// block start: the smallest b ≥ start with b mod m = w.
+func firstBlock(start, w, m int) int {
+	return start + ((w-start)%m+m)%m
+}
+
+// restoredBlock is the block a checkpoint's workers resume at. A checkpoint
+// of the single source stage (a position in records, no block) fits only
+// at the very start.
+func restoredBlock(meta *snapshot.Metadata) (int, error) {
+	if b, ok := meta.Sources["block"]; ok {
+		return int(b), nil
+	}
+	if meta.Sources["source"] == 0 {
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: it was taken with one source stage at record %d, and this job reads its source by blocks", ErrCheckpointMismatch, meta.Sources["source"])
+}
+
+// input is channel c's side of the exchange; the restore's watermark
+// state when r resumes from a checkpoint.
+func (r *run) input(c int, bound int64) *blockInput {
+	x := r.x
 	rings := make([]*ring.SPSC[*core.Batch], len(x.splitters))
 	for w, sp := range x.splitters {
 		rings[w] = sp.rings[c]
 	}
-	return newBlockInput(rings, x.blocks(), bound, startWM)
+	in := newBlockInput(rings, x.blocks(), bound, r.startWM)
+	in.b, in.channel = r.startBlock, c
+	if r.restore != nil {
+		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.prevMax)
+	}
+	return in
+}
+
+// beginBlock is what worker w does before reading block b: note it, send
+// the barrier placed before b if there is one, and place the next one when
+// a checkpoint is due.
+func (r *run) beginBlock(w, b int) error {
+	x := r.x
+	x.mu.Lock()
+	x.current[w] = b
+	var send *barrierInfo
+	if x.pending == b {
+		send, x.pending = x.pendingInfo, -1
+	}
+	if r.ck != nil && x.pending < 0 && send == nil && r.ck.due() {
+		if next := slices.Max(x.current) + 1; next < x.blocks() {
+			r.ck.epoch++
+			r.ck.begin(r.ck.epoch)
+			x.pending = next
+			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+		}
+	}
+	x.mu.Unlock()
+	if send == nil {
+		return nil
+	}
+	sp := x.splitters[w]
+	sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
+	m := core.NewMarker(core.Barrier)
+	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
+	return sp.route(m)
+}
+
+// recordsBefore is the input position (records read) at the start of
+// block b, when the source knows it (core.BlockStarts), else 0.
+func (x *exchange) recordsBefore(b int) int64 {
+	if bs, ok := x.src.(core.BlockStarts); ok {
+		return bs.BlockStart(b)
+	}
+	return 0
 }
 
 // blocks is the source's block count, math.MaxInt when unbounded.
@@ -267,7 +353,10 @@ func (r *run) sourceWorker(w, m int) {
 		return sp.route(mk)
 	}
 	err := r.ctx.Err()
-	for b := w; b < r.x.blocks() && err == nil; b += m {
+	for b := firstBlock(r.startBlock, w, m); b < r.x.blocks() && err == nil; b += m {
+		if err = r.beginBlock(w, b); err != nil {
+			break
+		}
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
 		if err = r.x.src.ReadBlock(r.ctx, b, emit); err != nil {

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"streamd/core"
 	"streamd/core/runtime"
 	"streamd/core/window"
+	"streamd/snapshot"
 )
 
 // blockSource is a core.Splittable source over records: the batch cuts
@@ -66,6 +68,8 @@ func (s *blockSource) Next(ctx context.Context) (*core.Batch, error) {
 	s.next++
 	return s.batch(s.next - 1), nil
 }
+
+func (s *blockSource) BlockStart(b int) int64 { return int64(s.cuts[s.blocks[b]]) }
 
 func (s *blockSource) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
 	s.reads.Add(1)
@@ -230,4 +234,85 @@ func (f *failingBlocks) ReadBlock(ctx context.Context, b int, emit func(*core.Ba
 		return fmt.Errorf("block %d unreadable", b)
 	}
 	return f.blockSource.ReadBlock(ctx, b, emit)
+}
+
+// crashBlocks fails the read of block crashAt with errCrash: a crash of a
+// source worker at a random point.
+type crashBlocks struct {
+	*blockSource
+	crashAt int
+}
+
+func (c *crashBlocks) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+	if b == c.crashAt {
+		return errCrash
+	}
+	return c.blockSource.ReadBlock(ctx, b, emit)
+}
+
+// Exactly-once with parallel sources: a keyed window job with late
+// records, checkpointed at block boundaries, crashed three times and
+// restored each time with another source parallelism and channel count,
+// commits exactly the output of an uncrashed run with the single source
+// stage. Checkpoints record the block they were taken before.
+func TestExchangeCrashRestore(t *testing.T) {
+	recs := outOfOrder(30_000, 200, 6)
+	ref, refSink := exchangeJob(t, newBlockSource(recs, 1), -1, 1, 60e9, 0, "")
+	if _, err := runtime.Run(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	want := refSink.lines
+	for seed := uint64(1); seed <= 4; seed++ {
+		rnd := rand.New(rand.NewPCG(seed, 41))
+		store, err := snapshot.Open(t.TempDir(), 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := &epochMem{}
+		var restore *snapshot.Checkpoint
+		crashes, restores := 0, 0
+		for attempt := 0; ; attempt++ {
+			m, n := 1+rnd.IntN(4), 1+rnd.IntN(4)
+			src := newBlockSource(recs, 1)
+			var s core.Source = src
+			start := 0 // the block a restore resumes at
+			if restore != nil {
+				start = int(restore.Meta.Sources["block"])
+			}
+			if attempt < 3 && start+2 < src.Blocks() {
+				s = &crashBlocks{blockSource: src, crashAt: start + 2 + rnd.IntN(src.Blocks()-start-2)}
+			}
+			job, _ := exchangeJob(t, s, m, n, 60e9, 0, "")
+			job.Sink = sink
+			job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(3), Restore: restore}
+			_, err := runtime.Run(context.Background(), job)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("seed %d attempt %d (%d workers, %d channels): %v", seed, attempt, m, n, err)
+			}
+			crashes++
+			c, _, lerr := store.Latest()
+			switch {
+			case errors.Is(lerr, snapshot.ErrNoCheckpoint):
+				restore = nil
+				sink.parts = nil // nothing committed: start over
+			case lerr != nil:
+				t.Fatal(lerr)
+			default:
+				if _, ok := c.Meta.Sources["block"]; !ok {
+					t.Fatalf("seed %d: checkpoint without a block: %v", seed, c.Meta.Sources)
+				}
+				restore = c
+				restores++
+			}
+		}
+		if got := sink.lines(); !slices.Equal(got, want) {
+			t.Fatalf("seed %d after %d crashes: %d lines vs %d: %s", seed, crashes, len(got), len(want), diffAt(got, want))
+		}
+		if crashes < 2 || restores == 0 {
+			t.Fatalf("seed %d: %d crashes, %d restores", seed, crashes, restores)
+		}
+	}
 }

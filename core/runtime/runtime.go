@@ -91,8 +91,9 @@ type run struct {
 	// x is the M×N exchange of parallel source workers (exchange.go), nil
 	// for the single source stage; splitters are the one splitter or the
 	// workers', for the report.
-	x         *exchange
-	splitters []*splitter
+	x          *exchange
+	splitters  []*splitter
+	startBlock int // the block the workers start at (a restore's)
 
 	// Operator instances of every stage, ever (instantiate, closeSet).
 	instMu sync.Mutex
@@ -332,7 +333,8 @@ func (r *run) build() error {
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
 	}
-	if sourceWorkers(job, goruntime.NumCPU()) == 0 {
+	workers := sourceWorkers(job, goruntime.NumCPU())
+	if workers == 0 {
 		// The single source stage (the exchange's workers make their own).
 		r.srcCPU = r.newStageCPU("source", 0)
 		if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
@@ -345,8 +347,10 @@ func (r *run) build() error {
 		if cp.Store == nil {
 			return errors.New("checkpointing needs a store")
 		}
-		r.replay = core.NewReplayable(job.Source)
-		job.Source = r.replay
+		if workers == 0 {
+			r.replay = core.NewReplayable(job.Source)
+			job.Source = r.replay
+		}
 		if cp.Restore != nil {
 			var ops []core.OperatorDef
 			groups := 0
@@ -357,7 +361,11 @@ func (r *run) build() error {
 				return err
 			}
 			r.restore = cp.Restore
-			if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
+			if workers == 0 {
+				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
+					return err
+				}
+			} else if r.startBlock, err = restoredBlock(&cp.Restore.Meta); err != nil {
 				return err
 			}
 		}
@@ -378,9 +386,9 @@ func (r *run) build() error {
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
-		if m := sourceWorkers(job, goruntime.NumCPU()); m > 0 {
-			r.yield = n+m+1 > goruntime.NumCPU()
-			if err := r.buildExchange(m, splitIn); err != nil {
+		if workers > 0 {
+			r.yield = n+workers+1 > goruntime.NumCPU()
+			if err := r.buildExchange(workers, splitIn); err != nil {
 				return err
 			}
 		} else {
@@ -498,7 +506,7 @@ func (r *run) launch() error {
 		for c := range outs {
 			var in input
 			if r.x != nil {
-				in = r.x.input(c, job.EventTime.MaxOutOfOrder, r.startWM)
+				in = r.input(c, job.EventTime.MaxOutOfOrder)
 			} else {
 				in = ringInput{r.splitter.rings[c]}
 			}
@@ -654,7 +662,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 			r.ck.begin(r.ck.epoch)
 			m := core.NewMarker(core.Barrier)
 			m.Epoch, m.Stamp = r.ck.epoch, stamp
-			m.Control = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), maxTime: maxT, wm: lastWM, started: time.Now()}
+			m.Control = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
 			if err = pre.Push(m); err != nil {
 				break
 			}

@@ -320,6 +320,15 @@ func (g blockGenerator) Blocks() int {
 	return int((g.opts.Count + GeneratorBlockRecords - 1) / GeneratorBlockRecords)
 }
 
+// BlockStart is the number of records before block b (core.BlockStarts).
+func (g blockGenerator) BlockStart(b int) int64 {
+	n := int64(b) * GeneratorBlockRecords
+	if c := g.opts.Count; c > 0 {
+		n = min(n, c)
+	}
+	return n
+}
+
 // ReadBlock emits block b's records (core.Splittable): records
 // [b·GeneratorBlockRecords, (b+1)·GeneratorBlockRecords), fewer at Count,
 // in full batches of core.BatchSize but the last at Count — the batches

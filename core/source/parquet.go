@@ -199,6 +199,14 @@ func (s *ParquetSource) Next(ctx context.Context) (*core.Batch, error) {
 // group i.
 func (s *ParquetSource) Blocks() int { return len(s.pf.RowGroups()) }
 
+// BlockStart is the number of rows before row group b (core.BlockStarts).
+func (s *ParquetSource) BlockStart(b int) int64 {
+	if b >= len(s.rgStart) {
+		return s.total
+	}
+	return s.rgStart[b]
+}
+
 // ReadBlock reads row group b with decoders of its own (core.Splittable),
 // in Next's batches. Several goroutines may read different row groups at
 // once: the file is read with ReadAt, and each call keeps its own pages,

@@ -192,6 +192,15 @@ func (g *Generator) Blocks() int {
 	return int((g.cfg.Count + BlockEvents - 1) / BlockEvents)
 }
 
+// BlockStart is the number of events before block b (core.BlockStarts).
+func (g *Generator) BlockStart(b int) int64 {
+	n := int64(b) * BlockEvents
+	if g.cfg.Count > 0 {
+		n = min(n, g.cfg.Count)
+	}
+	return n
+}
+
 // ReadBlock implements core.Splittable: events b·BlockEvents … in Next's
 // batches of core.BatchSize. Every event is a function of its number, so
 // blocks can be made concurrently; ReadBlock does not move Next.
