@@ -23,9 +23,9 @@ type Job struct {
 	// SourceParallelism is how many source workers read a source that can
 	// be split (core.Splittable) in a job with a region (exchange.go): 0
 	// chooses (the cores beside the channels, the merger and one to spare,
-	// at least 1, at most one per block), a negative value keeps the single source
-	// stage. Jobs with checkpoints or live channel changes keep the single
-	// source stage for now. The output does not depend on it. Pre-region
+	// at least 1, at most one per block), a negative value keeps the
+	// single source stage. Jobs whose channel count can change while they
+	// run keep the single source stage for now. The output does not depend on it. Pre-region
 	// operators must be stateless per record: each worker runs its own
 	// instances.
 	SourceParallelism int
