@@ -267,7 +267,11 @@ func printCPU(w io.Writer, r *runtime.Report) {
 			name = fmt.Sprintf("%s %d", s.Stage, s.Index)
 		}
 		staged += s.CPU
-		fmt.Fprintf(w, "  %-12s %10s  waiting %10s\n", name, sec(s.CPU), sec(s.Wait))
+		fmt.Fprintf(w, "  %-12s %10s  waiting %10s", name, sec(s.CPU), sec(s.Wait))
+		if s.Stage == "source" {
+			fmt.Fprintf(w, "  records %12d", s.Records)
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  %-12s %10s  (parse workers, checkpoint writer, garbage collector)\n", "other", sec(max(0, r.ProcessCPU-staged)))
 	if r.SerialFraction > 0 {

@@ -325,8 +325,10 @@ func (r *run) sourceWorker(w, m int) {
 	pre := chainOf(r.x.pre[w].insts, sp.route)
 	field, unit := r.timeField, r.timeUnit
 	maxT := int64(core.NoTime)
+	sc := r.x.cpus[w]
 	emit := func(b *core.Batch) error {
 		r.recordsIn.Add(int64(b.Len))
+		sc.records.Add(int64(b.Len))
 		if b.Stamp == 0 {
 			b.Stamp = time.Now().UnixNano()
 		}

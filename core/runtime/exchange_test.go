@@ -180,14 +180,15 @@ func TestExchangeIndependentOfWorkersAndChannels(t *testing.T) {
 				if rep.Late != wantRep.Late || rep.RecordsIn != int64(len(recs)) {
 					t.Fatalf("%s: %d late (want %d), %d records in", name, rep.Late, wantRep.Late, rep.RecordsIn)
 				}
-				workers := 0
+				workers, read := 0, int64(0)
 				for _, s := range rep.Stages {
 					if s.Stage == "source" {
 						workers++
+						read += s.Records
 					}
 				}
-				if workers != m {
-					t.Fatalf("%s: %d source stages reported", name, workers)
+				if workers != m || read != int64(len(recs)) {
+					t.Fatalf("%s: %d source stages reported, %d records read", name, workers, read)
 				}
 				// Late records are dead-lettered by the channels, each
 				// as it finds them: with one channel the file is the

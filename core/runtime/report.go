@@ -152,7 +152,7 @@ func (r *run) report(wall time.Duration) *Report {
 	r.cpuMu.Lock()
 	for _, sc := range r.cpus {
 		sc.mu.Lock()
-		rep.Stages = append(rep.Stages, StageCPU{Stage: sc.stage, Index: sc.index, CPU: sc.cpu, Wait: sc.wait, Replicated: sc.replicated})
+		rep.Stages = append(rep.Stages, StageCPU{Stage: sc.stage, Index: sc.index, CPU: sc.cpu, Wait: sc.wait, Records: sc.records.Load(), Replicated: sc.replicated})
 		sc.mu.Unlock()
 	}
 	r.cpuMu.Unlock()

@@ -630,6 +630,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 			break
 		}
 		r.recordsIn.Add(int64(b.Len))
+		r.srcCPU.records.Add(int64(b.Len))
 		if b.Stamp == 0 {
 			b.Stamp = time.Now().UnixNano()
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	goruntime "runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"streamd/core"
@@ -34,6 +35,9 @@ type stageCPU struct {
 	cpu   time.Duration // thread CPU from begin to end
 	wait  time.Duration // of which waiting
 	acc   time.Duration // waiting so far (stage goroutine only)
+	// records is what a source stage or worker read (atomic: the live
+	// report reads it).
+	records atomic.Int64
 }
 
 // begin locks the calling goroutine to its thread and starts the account.
@@ -85,6 +89,9 @@ type StageCPU struct {
 	// part of it spent waiting on rings (spin and yield; parking costs
 	// none). CPU − Wait is the stage's work.
 	CPU, Wait time.Duration
+	// Records is what a source stage or source worker read (0 for the
+	// other stages: see Report.Channels and RecordsOut).
+	Records int64
 	// Replicated stages (channels, source workers, output workers) scale
 	// with their count; the others are the serial part.
 	Replicated bool
