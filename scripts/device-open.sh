@@ -2,6 +2,10 @@
 # device-open.sh DIR — the many-core measurements the open issues still
 # need, in one run of a few minutes, from what scripts/device-prep.sh put in
 # DIR (no Go toolchain needed):
+#   issue 11: efficiency at 1 … 16 cores with every stage inside k cores
+#            (scripts/scaling-cores.sh: the scaling and flights jobs with
+#            source workers, channels and output workers), and the serial
+#            fraction (scripts/serial-fraction.sh at 8 channels);
 #   issue 4: the elastic demonstration, level controller and DS2
 #            (scripts/device-elastic.sh without sqlite3);
 #   issue 5: checkpoint cost (scripts/bench-checkpoint.sh, 3 pairs);
@@ -20,6 +24,10 @@ for b in streamd benthos-peers gochan-peers; do gzip -dc "$dir/gz/$b.gz" >"$bin/
 mkdir -p "$bin/bin" && ln -s "$bin/streamd" "$bin/bin/streamd"
 export STREAMD_BIN=$bin/streamd STREAMD_DATA=$dir/data
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
+echo "== issue 11: efficiency at k cores, serial fraction"
+STREAMD_RUNS=1 timeout 150 "$root/scripts/scaling-cores.sh" scaling
+STREAMD_RUNS=1 timeout 60 "$root/scripts/scaling-cores.sh" flights
+timeout 90 "$root/scripts/serial-fraction.sh" 1 8
 echo "== issue 4: elastic"
 timeout 260 "$root/scripts/device-elastic.sh" "$bin"
 echo "== issue 5: checkpoint cost"
