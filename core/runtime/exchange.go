@@ -323,23 +323,10 @@ func (r *run) launchWorkers() {
 func (r *run) sourceWorker(w, m int) {
 	sp := r.x.splitters[w]
 	pre := chainOf(r.x.pre[w].insts, sp.route)
-	field, unit := r.timeField, r.timeUnit
 	maxT := int64(core.NoTime)
 	sc := r.x.cpus[w]
 	emit := func(b *core.Batch) error {
-		r.recordsIn.Add(int64(b.Len))
-		sc.records.Add(int64(b.Len))
-		if b.Stamp == 0 {
-			b.Stamp = time.Now().UnixNano()
-		}
-		if field >= 0 {
-			wd := b.Schema.Width()
-			for i := 0; i < b.Len; i++ {
-				t := b.Vals[i*wd+field].Int() * unit
-				b.Time[i] = t
-				maxT = max(maxT, t)
-			}
-		}
+		maxT = r.admit(b, sc, maxT)
 		stamp := b.Stamp
 		if err := pre.Push(b); err != nil {
 			return err

@@ -555,7 +555,7 @@ func (r *run) launch() error {
 		defer r.recoverStage("source", 0)
 		r.srcCPU.begin()
 		defer r.srcCPU.end()
-		r.source(r.ctx, preChain, r.timeField, r.timeUnit, r.replay, r.startWM)
+		r.source(r.ctx, preChain, r.replay, r.startWM)
 	})
 	return nil
 }
@@ -615,7 +615,7 @@ func (r *run) teardown(startErr error) (*Report, error) {
 // source is the first stage: it reads batches, stamps event time, emits
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
-func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit int64, replay *core.Replayable, startWM int64) {
+func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayable, startWM int64) {
 	replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
 	maxT, lastWM := int64(core.NoTime), startWM
 	if r.restore != nil {
@@ -629,21 +629,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 		if err != nil {
 			break
 		}
-		r.recordsIn.Add(int64(b.Len))
-		r.srcCPU.records.Add(int64(b.Len))
-		if b.Stamp == 0 {
-			b.Stamp = time.Now().UnixNano()
-		}
-		if timeField >= 0 {
-			w := b.Schema.Width()
-			for i := 0; i < b.Len; i++ {
-				t := b.Vals[i*w+timeField].Int() * unit
-				b.Time[i] = t
-				if t > maxT {
-					maxT = t
-				}
-			}
-		}
+		maxT = r.admit(b, r.srcCPU, maxT)
 		stamp := b.Stamp
 		if err = pre.Push(b); err != nil {
 			break
@@ -691,6 +677,27 @@ func (r *run) source(ctx context.Context, pre *core.Chain, timeField int, unit i
 		r.fail(err)
 		r.cancelRings()
 	}
+}
+
+// admit is what a source stage or worker does with each batch its source
+// hands over: count it, stamp it with its entry time (unless the source
+// did), set each record's event time from the event-time field, and
+// return the largest event time seen, given the one before (maxT).
+func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64) int64 {
+	r.recordsIn.Add(int64(b.Len))
+	sc.records.Add(int64(b.Len))
+	if b.Stamp == 0 {
+		b.Stamp = time.Now().UnixNano()
+	}
+	if f := r.timeField; f >= 0 {
+		w, unit := b.Schema.Width(), r.timeUnit
+		for i := 0; i < b.Len; i++ {
+			t := b.Vals[i*w+f].Int() * unit
+			b.Time[i] = t
+			maxT = max(maxT, t)
+		}
+	}
+	return maxT
 }
 
 // startChannel instantiates the region's operators for channel c of n and
