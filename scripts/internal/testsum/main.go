@@ -7,13 +7,14 @@
 //	go test -json ./... 2>&1 | testsum stream -o run.json
 //	testsum report [-top 10] [-budget 8m -elapsed 312s] run.json…
 //
-// stream copies its input to -o (appending) and writes to stdout every
-// package-level line ("ok", "FAIL", "PASS", "?", panics, build errors)
-// and every line that is not JSON, and each failed test's output (its
-// log lines and "--- FAIL"), once the test fails; a passing test's output
-// is dropped, as plain go test drops it. When a package fails, the output
-// of its tests that neither passed nor failed (a test killed by -timeout)
-// is printed too. It exits 1 if a test, a package or a build failed.
+// stream copies its input to -o (appending) and writes to stdout, as plain
+// go test does, each package's lines ("ok", "FAIL", "PASS", "?", panics)
+// with the output of its failed tests (their log lines and "--- FAIL";
+// a passing test's output is dropped) when the package ends, and build
+// errors and lines that are not JSON at once. When a package fails, the
+// output of its tests that neither passed nor failed (a test killed by
+// -timeout) is printed too. It exits 1 if a test, a package or a build
+// failed.
 //
 // report reads the JSON files and prints the -top slowest top-level tests
 // (time, package, test), the failed tests, and the elapsed time against
@@ -89,7 +90,14 @@ func stream(args []string, in io.Reader, out io.Writer) error {
 		copyTo = bw
 	}
 	failed := false
-	buf := map[testKey][]string{} // output of tests still running
+	tests := map[testKey][]string{}       // output of tests still running
+	pkgs := map[string]*strings.Builder{} // what a package prints when it ends
+	pkgOut := func(pkg string) *strings.Builder {
+		if pkgs[pkg] == nil {
+			pkgs[pkg] = &strings.Builder{}
+		}
+		return pkgs[pkg]
+	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -107,25 +115,44 @@ func stream(args []string, in io.Reader, out io.Writer) error {
 		case "build-fail":
 			failed = true
 		case "output":
-			if e.Test == "" {
-				if strings.HasPrefix(e.Output, "FAIL") {
-					flushPackage(out, buf, e.Package)
-				}
-				fmt.Fprint(out, e.Output)
-			} else {
-				buf[k] = append(buf[k], e.Output)
-			}
-		case "pass", "skip":
-			delete(buf, k)
-		case "fail":
-			failed = true
 			if e.Test != "" {
-				printTest(out, buf[k])
-				delete(buf, k)
+				tests[k] = append(tests[k], e.Output)
 				break
 			}
-			flushPackage(out, buf, e.Package)
+			if strings.HasPrefix(e.Output, "FAIL") {
+				flushTests(pkgOut(e.Package), tests, e.Package)
+			}
+			pkgOut(e.Package).WriteString(e.Output)
+		case "pass", "skip", "fail":
+			if e.Action == "fail" {
+				failed = true
+			}
+			if e.Test != "" {
+				if e.Action == "fail" {
+					printTest(pkgOut(e.Package), tests[k])
+				}
+				delete(tests, k)
+				break
+			}
+			if e.Action == "fail" {
+				flushTests(pkgOut(e.Package), tests, e.Package)
+			}
+			fmt.Fprint(out, pkgOut(e.Package).String())
+			delete(pkgs, e.Package)
 		}
+	}
+	// Packages cut off (go test killed): what they printed so far.
+	for k := range tests {
+		pkgOut(k.pkg)
+	}
+	names := make([]string, 0, len(pkgs))
+	for p := range pkgs {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		flushTests(pkgs[p], tests, p)
+		fmt.Fprint(out, pkgs[p].String())
 	}
 	if err := sc.Err(); err != nil {
 		return err
@@ -136,20 +163,26 @@ func stream(args []string, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// flushPackage prints, when package pkg fails, the output of its tests
-// that never ended (a -timeout panic, a crash), by name.
-func flushPackage(out io.Writer, buf map[testKey][]string, pkg string) {
-	var open []testKey
-	for k := range buf {
+// flushTests writes the output of package pkg's tests that never ended (a
+// -timeout panic, a crash), by name, when the package fails.
+func flushTests(out io.Writer, tests map[testKey][]string, pkg string) {
+	for _, k := range sortedKeys(tests) {
 		if k.pkg == pkg {
-			open = append(open, k)
+			printTest(out, tests[k])
+			delete(tests, k)
 		}
 	}
-	sort.Slice(open, func(i, j int) bool { return open[i].test < open[j].test })
-	for _, k := range open {
-		printTest(out, buf[k])
-		delete(buf, k)
+}
+
+func sortedKeys(tests map[testKey][]string) []testKey {
+	keys := make([]testKey, 0, len(tests))
+	for k := range tests {
+		keys = append(keys, k)
 	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].pkg < keys[j].pkg || keys[i].pkg == keys[j].pkg && keys[i].test < keys[j].test
+	})
+	return keys
 }
 
 // printTest prints a test's output without the "=== RUN"-style progress

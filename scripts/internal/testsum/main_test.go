@@ -72,6 +72,14 @@ FAIL	p/c [build failed]
 	if err := stream(nil, strings.NewReader(passing), &out); err != nil {
 		t.Errorf("a passing package: %v", err)
 	}
+	// Cut off after the hanging test's panic (go test killed): what the
+	// package printed so far still shows.
+	cut := strings.Join(strings.Split(sample, "\n")[:15], "\n") + "\n"
+	out.Reset()
+	stream(nil, strings.NewReader(cut), &out)
+	if want := "go: downloading example.com/x v1.0.0\n    a_test.go:6: boom\n--- FAIL: TestFail (0.25s)\npanic: test timed out after 3s\n"; out.String() != want {
+		t.Errorf("cut off: printed\n%s\nwant\n%s", out.String(), want)
+	}
 }
 
 func TestReport(t *testing.T) {
