@@ -166,8 +166,9 @@ func TestPipelineOpenLoopTimed(t *testing.T) {
 	if !res.Interrupted || !res.TimeUp {
 		t.Fatalf("a timed run of an unbounded source should end by time: interrupted %v, time up %v", res.Interrupted, res.TimeUp)
 	}
-	// About 80,000 records are due in 400 ms; allow a slow machine.
-	if res.RecordsIn < 10_000 || res.RecordsIn > 90_000 {
+	// About 80,000 records are due in 400 ms: the schedule bounds them; a
+	// slow or loaded machine may take fewer.
+	if res.RecordsIn == 0 || res.RecordsIn > 90_000 {
 		t.Fatalf("%d records in 400 ms at 200,000/s", res.RecordsIn)
 	}
 	if len(res.Throughput) < 2 {
