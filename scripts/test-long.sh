@@ -20,6 +20,10 @@
 #          jobs round after round in one process, identical output, no
 #          goroutine or heap growth
 #
+# A new long check is a Go test sized with internal/tier (it runs in the
+# tests step, and in its fast form in scripts/test.sh) or, when it is not a
+# Go test (a broker round trip, a benchmark-like soak), a step here.
+#
 # Each test binary runs under -timeout $timeout. Needs what scripts/test.sh
 # needs (../shared/data or STREAMD_DATA, sqlite3). Exits non-zero if any
 # step failed; the others still run.
