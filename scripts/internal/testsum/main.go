@@ -58,7 +58,9 @@ func main() {
 		usage()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "testsum:", err)
+		if err != errFailed { // what failed is printed already
+			fmt.Fprintln(os.Stderr, "testsum:", err)
+		}
 		os.Exit(1)
 	}
 }
