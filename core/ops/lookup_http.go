@@ -44,7 +44,8 @@ type LookupHTTPOptions struct {
 	// MaxCost.
 	TTL time.Duration
 	// Now, if set, is the clock TTL is measured by (nil: time.Now); tests
-	// script it. It is read once per batch, on the instance's goroutine.
+	// script it. Each instance reads it once per batch, on its own
+	// goroutine: concurrently when there are several channels.
 	Now func() time.Time
 	// MaxCost is the cache's capacity in entries: every key costs 1
 	// (default 100,000).
