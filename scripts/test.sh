@@ -1,14 +1,53 @@
 #!/usr/bin/env bash
-# Runs streamd's whole test suite: every package under the race detector,
-# then the end-to-end tests on the real data (the flights job against
-# sqlite3 at 5 channel counts; the flights and a 1 M-key generator job under
-# random live channel changes) without it, where the race detector would
-# only slow them ~5x: the same runtime paths run under -race in core's own
-# tests. Needs ../shared/data beside the repository (or STREAMD_DATA, an
-# absolute path) and sqlite3.
-set -euo pipefail
+# scripts/test.sh — the fast test tier: the README's test command, what CI
+# runs (.ci/run). Budget: STREAMD_TEST_BUDGET (default 8m, a Go duration);
+# it runs in under 5 minutes on a quiet 2-core machine. The long tier,
+# with full grids, long crash loops, fuzzing and soak runs, is
+# scripts/test-long.sh.
+#
+# It runs go vet, then every package under the race detector, then the
+# end-to-end tests on the real data (the flights job against sqlite3 on the
+# full 3 M rows at 5 channel counts; the flights and a generator job under
+# random live channel changes and under kill -9 and restore, on a slice of
+# the flights) without it, where the race detector would only slow them
+# ~5x: the same runtime paths run under -race in core's own tests. Tests
+# size themselves for this tier (internal/tier: STREAMD_LONG unset);
+# fuzz targets run their seed corpora only. Each test binary runs under
+# -timeout $timeout, so a hang fails with a goroutine dump instead of
+# eating CI's time.
+#
+# It prints go test's package lines and the output of failed tests, then
+# the ten slowest tests and the time against the budget, and exits
+# non-zero if vet or a test failed or the run went over the budget.
+# STREAMD_TEST_JSON=DIR keeps the go test -json files there.
+#
+# Needs ../shared/data beside the repository (or STREAMD_DATA, an absolute
+# path) and sqlite3.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+
+budget="${STREAMD_TEST_BUDGET:-8m}" # the one place the budget is set
+timeout=5m                          # per test binary
 e2e='TestFlightsJobMatchesSQLite|TestRescaledJobsMatchStatic|TestKillRestoreExactlyOnce'
-go vet ./...
-go test -race -count=1 -timeout 10m -skip "$e2e" ./...
-go test -count=1 -timeout 10m -run "$e2e" ./cmd/streamd
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+json="${STREAMD_TEST_JSON:-$work}"
+mkdir -p "$json"
+rm -f "$json/race.json" "$json/e2e.json"
+go build -o "$work/testsum" ./scripts/internal/testsum || exit 1
+
+unset STREAMD_LONG
+status=0
+go vet ./... || status=1
+go test -race -count=1 -timeout "$timeout" -skip "$e2e" -json ./... 2>&1 |
+  "$work/testsum" stream -o "$json/race.json" || status=1
+go test -count=1 -timeout "$timeout" -run "$e2e" -json ./cmd/streamd 2>&1 |
+  "$work/testsum" stream -o "$json/e2e.json" || status=1
+"$work/testsum" report -top 10 -budget "$budget" -elapsed "${SECONDS}s" "$json/race.json" "$json/e2e.json" || status=1
+if [ "$status" -ne 0 ]; then
+  echo "scripts/test.sh: FAIL"
+else
+  echo "scripts/test.sh: ok"
+fi
+exit "$status"

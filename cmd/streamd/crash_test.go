@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"streamd/internal/tier"
 )
 
 // TestMain lets the test binary stand in for streamd in child processes:
@@ -39,23 +41,30 @@ func child(t *testing.T, args ...string) *exec.Cmd {
 // seeded random moments (some while a checkpoint is being written, as
 // checkpoints come every 50 ms), restarts it with --restore latest (or
 // afresh when no checkpoint exists yet), and finally lets it finish. It
-// returns the output file.
-func crashLoop(t *testing.T, job, out string, seed uint64, kills int) []byte {
+// returns the output file and how long the runs took. A kill comes
+// between 1/40 and 1/3 of span after a start (span: an uncrashed run's
+// time, measured on this machine, so that the kills fall inside the runs
+// of a slice or of the full data, on a quiet machine or a loaded one).
+func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.Duration) ([]byte, time.Duration) {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(seed, 31))
 	ckDir := filepath.Join(filepath.Dir(job), "ck")
+	start := time.Now()
+	crashes, restores := 0, 0
 	for k := 0; ; k++ {
 		args := []string{"run", job, "--quiet"}
 		if entries, _ := filepath.Glob(filepath.Join(ckDir, "chk-*")); len(entries) > 0 {
 			args = append(args, "--restore", "latest")
+			restores++
 		}
 		cmd := child(t, args...)
 		if k < kills {
-			time.Sleep(time.Duration(30+rnd.IntN(400)) * time.Millisecond)
+			time.Sleep(span/40 + time.Duration(rnd.Int64N(int64(span/3-span/40)+1)))
 			cmd.Process.Signal(syscall.SIGKILL)
 			if err := cmd.Wait(); err == nil {
 				break // it finished before the kill
 			}
+			crashes++
 			continue
 		}
 		if err := cmd.Wait(); err != nil {
@@ -63,30 +72,38 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int) []byte {
 		}
 		break
 	}
+	took := time.Since(start)
+	if kills > 0 {
+		t.Logf("%s, seed %d: %d of %d kills crashed a run, %d restores, %s", filepath.Base(out), seed, crashes, kills, restores, took.Round(time.Millisecond))
+	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	return b
+	return b, took
 }
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
 // replayed): the flights job and a generator job over 1 M keys, each killed
 // several times, restored at random channel counts; the final output equals
-// an uncrashed run's byte for byte.
+// an uncrashed run's byte for byte. The fast tier runs 3 schedules per job
+// on a slice of the flights (flightsFile) and 200 K generated records; the
+// long tier 10 on the 3 M flights and 600 K records. Longer crash loops:
+// scripts/crashloop.sh (scripts/test-long.sh).
 func TestKillRestoreExactlyOnce(t *testing.T) {
 	data := dataDir(t)
 	example, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "flights", "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	flights := strings.Replace(string(example), "${STREAMD_DATA:-../../../shared/data}", data, -1)
+	flights := withFlightsFile(t, string(example), flightsFile(t, data))
+	flights = strings.Replace(flights, "${STREAMD_DATA:-../../../shared/data}", data, -1)
 	flights = strings.Replace(flights, "${STREAMD_OUT:-out}", "out", 1)
 	flights = strings.Replace(flights, "  channels: 4\n", "  channels: %d\n", 1)
 	flights += "checkpoint: {dir: ck, interval: 50ms, retain: 2}\n"
 	gen := `name: gen1m
 source:
-  generator: {seed: 5, count: 600000, keys: 1000000, distribution: uniform, step: 1ms}
+  generator: {seed: 5, count: COUNT, keys: 1000000, distribution: uniform, step: 1ms}
 event_time: {field: ts}
 region:
   channels: %d
@@ -100,14 +117,16 @@ checkpoint: {dir: ck, interval: 50ms, retain: 2}
 sink:
   csv: {path: out/out.csv}
 `
+	gen = strings.Replace(gen, "COUNT", fmt.Sprint(tier.Pick(200_000, 600_000)), 1)
+	schedules := tier.Pick(3, 10)
 	for _, c := range []struct {
 		name, text, out string
 		schedules       int
-	}{{"flights", flights, "out/flights-hourly.csv", 10}, {"gen1m", gen, "out/out.csv", 10}} {
+	}{{"flights", flights, "out/flights-hourly.csv", schedules}, {"gen1m", gen, "out/out.csv", schedules}} {
 		dir := t.TempDir()
 		job := filepath.Join(dir, "job.yaml")
 		os.WriteFile(job, []byte(strings.Replace(fmt.Sprintf(c.text, 2), "  ELASTIC\n", "", 1)), 0o644)
-		base := crashLoop(t, job, filepath.Join(dir, c.out), 0, 0)
+		base, span := crashLoop(t, job, filepath.Join(dir, c.out), 0, 0, 0)
 		for seed := uint64(1); seed <= uint64(c.schedules); seed++ {
 			dir := t.TempDir()
 			job := filepath.Join(dir, "job.yaml")
@@ -117,7 +136,7 @@ sink:
 				el = fmt.Sprintf("  elastic: {random_every: 3, seed: %d, max_channels: 6}\n", seed)
 			}
 			os.WriteFile(job, []byte(strings.Replace(text, "  ELASTIC\n", el, 1)), 0o644)
-			got := crashLoop(t, job, filepath.Join(dir, c.out), seed, 1+int(seed%3))
+			got, _ := crashLoop(t, job, filepath.Join(dir, c.out), seed, 1+int(seed%3), span)
 			if !bytes.Equal(got, base) {
 				t.Fatalf("%s, crash schedule seed %d: output differs from the uncrashed run (%d vs %d bytes)", c.name, seed, len(got), len(base))
 			}

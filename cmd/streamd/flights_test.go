@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"streamd/internal/tier"
 )
 
 // dataDir finds ../shared/data beside the repository (CI lays it there).
@@ -213,27 +215,31 @@ func runJobText(t *testing.T, text string, args ...string) []byte {
 // The flights job and a generator job over 1 M keys produce, while their
 // channel count changes at random (seeded, every few batches, 1..8
 // channels, key groups handed over in memory), exactly the output of a
-// static 1-channel run.
+// static 1-channel run. The fast tier runs 3 seeds on a slice of the
+// flights (flightsFile) and 250 K generated records; the long tier 6 on the
+// 3 M flights and 1 M records.
 func TestRescaledJobsMatchStatic(t *testing.T) {
 	data := dataDir(t)
 	t.Setenv("STREAMD_DATA", data)
-	example, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "flights", "job.yaml"))
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "flights", "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	flights := strings.Replace(string(example), "  key_by: [origin]\n", "  key_by: [origin]\n  elastic: {random_every: %d, seed: %d, max_channels: 8}\n", 1)
-	if flights == string(example) {
+	example := withFlightsFile(t, string(b), flightsFile(t, data))
+	flights := strings.Replace(example, "  key_by: [origin]\n", "  key_by: [origin]\n  elastic: {random_every: %d, seed: %d, max_channels: 8}\n", 1)
+	if flights == example {
 		t.Fatal("examples/flights/job.yaml has no key_by line to extend")
 	}
-	static := runJobText(t, string(example))
-	for seed := 1; seed <= 3; seed++ {
+	seeds := tier.Pick(3, 6)
+	static := runJobText(t, example)
+	for seed := 1; seed <= seeds; seed++ {
 		if got := runJobText(t, fmt.Sprintf(flights, 2+seed%3, seed)); !bytes.Equal(got, static) {
 			t.Fatalf("flights, seed %d: rescaled output differs from static (%d vs %d bytes)", seed, len(got), len(static))
 		}
 	}
 	gen := `name: gen
 source:
-  generator: {seed: 3, count: 1000000, keys: 1000000, distribution: uniform, step: 1ms}
+  generator: {seed: 3, count: COUNT, keys: 1000000, distribution: uniform, step: 1ms}
 event_time: {field: ts}
 region:
   channels: 1
@@ -245,8 +251,9 @@ region:
 sink:
   csv: {path: "${STREAMD_OUT}/gen.csv"}
 `
+	gen = strings.Replace(gen, "COUNT", fmt.Sprint(tier.Pick(250_000, 1_000_000)), 1)
 	base := runJobText(t, fmt.Sprintf(gen, ""))
-	for seed := 1; seed <= 3; seed++ {
+	for seed := 1; seed <= seeds; seed++ {
 		el := fmt.Sprintf("  elastic: {random_every: %d, seed: %d, max_channels: 8}\n", 1+seed%3, seed)
 		if got := runJobText(t, fmt.Sprintf(gen, el)); !bytes.Equal(got, base) {
 			t.Fatalf("generator, seed %d: rescaled output differs from static (%d vs %d bytes)", seed, len(got), len(base))

@@ -95,6 +95,9 @@ type status struct {
 	size     int64 // records the source will produce; 0 = unknown
 	base     int64 // records read by the runs before a restore: progress counts them as done
 	lat      *latency
+	// tick, if set before start, drives the lines instead of a ticker
+	// every interval: tests script it.
+	tick <-chan time.Time
 
 	prev   sample
 	stop   chan struct{}
@@ -135,15 +138,19 @@ func isTerminal(w io.Writer) bool {
 // start prints until end is called, reading l.
 func (s *status) start(l liveView) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	tick, stopTick := s.tick, func() {}
+	if tick == nil {
+		t := time.NewTicker(s.interval)
+		tick, stopTick = t.C, t.Stop
+	}
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(s.interval)
-		defer t.Stop()
+		defer stopTick()
 		for {
 			select {
 			case <-s.stop:
 				return
-			case <-t.C:
+			case <-tick:
 				s.print(s.take(l, time.Now()))
 			}
 		}

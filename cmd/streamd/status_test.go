@@ -77,8 +77,8 @@ func (f *fakeLive) RingLen() []int { return []int{0} }
 
 var plainLine = regexp.MustCompile(`^status elapsed=\S+ in=\d+ out=\d+ rate=\d+/s channels=1 congestion=0\.100 p99=\S+ progress=\d+\.\d% eta=\S+$`)
 
-// TestStatusPrints: a started status writes plain lines to a non-terminal
-// writer until end, and nothing after.
+// TestStatusPrints: a started status writes a plain line to a non-terminal
+// writer at each tick (scripted) until end, and nothing after.
 func TestStatusPrints(t *testing.T) {
 	var w syncBuffer
 	lat := newLatency()
@@ -87,24 +87,29 @@ func TestStatusPrints(t *testing.T) {
 	if s.tty {
 		t.Fatal("a buffer is not a terminal")
 	}
+	tick := make(chan time.Time) // unbuffered: a send returns once the tick is taken
+	s.tick = tick
 	s.start(&fakeLive{})
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Count(w.String(), "\n") < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for range 3 {
+		tick <- time.Now()
 	}
-	s.end()
+	s.end() // the third tick's line is printed before end returns
 	s.end()
 	out := w.String()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) < 3 {
-		t.Fatalf("%d status lines in 5s:\n%s", len(lines), out)
+	if len(lines) != 3 {
+		t.Fatalf("%d status lines after 3 ticks:\n%s", len(lines), out)
 	}
 	for _, l := range lines[1:] { // the first has no previous sample
 		if !plainLine.MatchString(l) {
 			t.Errorf("line %q does not match %s", l, plainLine)
 		}
 	}
-	time.Sleep(5 * time.Millisecond)
+	select {
+	case tick <- time.Now():
+		t.Error("status took a tick after end")
+	default:
+	}
 	if w.String() != out {
 		t.Error("status printed after end")
 	}
@@ -131,9 +136,10 @@ func TestLatencyWindow(t *testing.T) {
 }
 
 // TestRunStatusLines: streamd run prints plain status lines to a
-// non-terminal standard error, and none with --quiet.
+// non-terminal standard error, and none with --quiet. The job's 100,000
+// records take tens of milliseconds at least: many 1 ms ticks.
 func TestRunStatusLines(t *testing.T) {
-	job := quickJob(t, 300_000)
+	job := quickJob(t, 100_000)
 	code, _, stderr := cli(t, "run", job, "--status-interval", "1ms")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -39,8 +39,14 @@ type LookupHTTPOptions struct {
 	// Timeout bounds one request, response body included (default 5s).
 	Timeout time.Duration
 	// TTL is how long a response (found or 404) stays cached; ≤ 0: until
-	// evicted.
+	// evicted. An expired response is fetched again when a batch next asks
+	// for its key; until then it stays in the cache, counting against
+	// MaxCost.
 	TTL time.Duration
+	// Now, if set, is the clock TTL is measured by (nil: time.Now); tests
+	// script it. Each instance reads it once per batch, on its own
+	// goroutine: concurrently when there are several channels.
+	Now func() time.Time
 	// MaxCost is the cache's capacity in entries: every key costs 1
 	// (default 100,000).
 	MaxCost int64
@@ -114,6 +120,9 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 	if s.opts.TTL < 0 {
 		s.opts.TTL = 0
 	}
+	if s.opts.Now == nil {
+		s.opts.Now = time.Now
+	}
 	if s.opts.MaxCost <= 0 {
 		s.opts.MaxCost = 100_000
 	}
@@ -141,11 +150,10 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 
 // httpEntry is a cached response: the added values, or a 404.
 type httpEntry struct {
-	found bool
-	vals  []core.Value
+	found   bool
+	vals    []core.Value
+	expires int64 // ns by LookupHTTPOptions.Now; 0: never
 }
-
-var notFound = &httpEntry{}
 
 // httpShared is what the instances of one LookupHTTP share: the options,
 // the counters, and the cache and client while an instance lives.
@@ -215,7 +223,7 @@ func (s *httpShared) statsMap() map[string]int64 {
 // maxBody bounds the response body read per request.
 const maxBody = 1 << 20
 
-// get fetches key: an entry (found or notFound) or an error.
+// get fetches key: a new entry (found or a 404) or an error.
 func (s *httpShared) get(client *http.Client, key string) (*httpEntry, error) {
 	u := strings.ReplaceAll(s.opts.URL, "{key}", s.escape(key))
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
@@ -241,7 +249,7 @@ func (s *httpShared) get(client *http.Client, key string) (*httpEntry, error) {
 	case resp.StatusCode == http.StatusNotFound:
 		io.Copy(io.Discard, body)
 		s.notFound.Add(1)
-		return notFound, nil
+		return &httpEntry{}, nil
 	case resp.StatusCode/100 != 2:
 		io.Copy(io.Discard, body)
 		s.errors.Add(1)
@@ -356,6 +364,10 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 	w := in.Schema.Width()
 	vals := in.Vals
 	clear(l.slot)
+	var now int64 // by opts.Now, read once per batch when entries expire
+	if l.s.opts.TTL > 0 {
+		now = l.s.opts.Now().UnixNano()
+	}
 	l.keys, l.ents, l.fails, l.cached = l.keys[:0], l.ents[:0], l.fails[:0], l.cached[:0]
 	l.recSlot, l.fetch = l.recSlot[:0], l.fetch[:0]
 	for i := 0; i < in.Len; i++ {
@@ -373,6 +385,9 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 			j = int32(len(l.keys))
 			l.slot[k] = j
 			e, hit := l.cache.Get(k)
+			if hit && e.expires != 0 && now >= e.expires {
+				e, hit = nil, false
+			}
 			l.keys, l.ents, l.fails, l.cached = append(l.keys, k), append(l.ents, e), append(l.fails, nil), append(l.cached, hit)
 			if !hit {
 				l.fetch = append(l.fetch, j)
@@ -380,7 +395,7 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		l.recSlot = append(l.recSlot, j)
 	}
-	l.resolve()
+	l.resolve(now)
 
 	var hits, misses int64
 	defer func() {
@@ -420,8 +435,9 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 }
 
 // resolve fetches the keys the cache lacked, Concurrency at a time, caches
-// the answers, and waits until the cache shows them.
-func (l *httpLookup) resolve() {
+// the answers (expiring TTL after now, ns by opts.Now), and waits until the
+// cache shows them.
+func (l *httpLookup) resolve(now int64) {
 	n := len(l.fetch)
 	if n == 0 {
 		return
@@ -448,7 +464,10 @@ func (l *httpLookup) resolve() {
 	}
 	for _, j := range l.fetch {
 		if l.fails[j] == nil {
-			l.cache.SetWithTTL(l.keys[j], l.ents[j], 1, l.s.opts.TTL)
+			if ttl := l.s.opts.TTL; ttl > 0 {
+				l.ents[j].expires = now + int64(ttl)
+			}
+			l.cache.Set(l.keys[j], l.ents[j], 1)
 		}
 	}
 	l.cache.Wait()

@@ -31,8 +31,15 @@ type Checkpointing struct {
 	Interval     time.Duration
 	EveryBatches int
 	// Timeout, if > 0, abandons a checkpoint not complete after that long
-	// (a slow sink, a stuck channel); the next one starts on schedule.
+	// (a slow sink, a stuck channel); the next one starts on schedule. The
+	// coordinator looks for it every Timeout/4 (at least 1 ms, wall time).
 	Timeout time.Duration
+	// Now, if set, is the clock Interval and Timeout are measured by
+	// (nil: time.Now). Tests script it, so that whether a barrier is due
+	// or a checkpoint timed out does not depend on the machine's load; it
+	// is called from the source stage and the coordinator goroutine.
+	// Checkpoint durations in the report are wall time either way.
+	Now func() time.Time
 	// Source and Sink describe the job's source and sink in words (their
 	// configuration, without what a restore may change: a record count, a
 	// rate, a parsing parallelism). A checkpoint records them, and a
@@ -120,7 +127,7 @@ type checkpointer struct {
 
 func newCheckpointer(cfg Checkpointing, ops []core.OperatorDef, groups int) *checkpointer {
 	c := &checkpointer{cfg: cfg, ops: ops, keyGroups: groups, acks: make(chan ckptAck, 1024), done: make(chan struct{})}
-	c.last.Store(time.Now().UnixNano())
+	c.last.Store(c.now())
 	if cfg.Restore != nil {
 		c.epoch = cfg.Restore.Meta.ID
 		c.committed.Store(c.epoch)
@@ -137,18 +144,26 @@ func (c *checkpointer) due() bool {
 	if c.cfg.EveryBatches > 0 {
 		return c.batches%c.cfg.EveryBatches == 0
 	}
-	return c.cfg.Interval > 0 && time.Now().UnixNano()-c.last.Load() >= int64(c.cfg.Interval)
+	return c.cfg.Interval > 0 && c.now()-c.last.Load() >= int64(c.cfg.Interval)
+}
+
+// now reads the clock Interval and Timeout are measured by, ns.
+func (c *checkpointer) now() int64 {
+	if c.cfg.Now != nil {
+		return c.cfg.Now().UnixNano()
+	}
+	return time.Now().UnixNano()
 }
 
 // begin marks epoch e in flight (source stage).
 func (c *checkpointer) begin(e uint64) {
 	c.flight.Store(e)
-	c.flightAt.Store(time.Now().UnixNano())
+	c.flightAt.Store(c.now())
 	c.inFlight.Store(true)
 }
 
 func (c *checkpointer) end() {
-	c.last.Store(time.Now().UnixNano())
+	c.last.Store(c.now())
 	c.inFlight.Store(false)
 }
 
@@ -168,7 +183,7 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 		select {
 		case <-tick:
 			e := c.flight.Load()
-			if c.inFlight.Load() && time.Now().UnixNano()-c.flightAt.Load() > int64(c.cfg.Timeout) && !abandoned[e] {
+			if c.inFlight.Load() && c.now()-c.flightAt.Load() > int64(c.cfg.Timeout) && !abandoned[e] {
 				abandoned[e] = true
 				delete(pending, e)
 				c.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"streamd/core"
 	"streamd/core/runtime"
 	"streamd/core/window"
+	"streamd/internal/tier"
 	"streamd/snapshot"
 )
 
@@ -88,11 +89,12 @@ func (c *crashAfter) Next(ctx context.Context) (*core.Batch, error) {
 
 // Kill a keyed window job at random moments, restore from the newest
 // checkpoint at another channel count, repeat: the final output equals an
-// uncrashed run's, record for record.
+// uncrashed run's, record for record. 2 seeds in the fast tier, 6 in the
+// long one.
 func TestCrashRestoreExactlyOnce(t *testing.T) {
 	recs := genRecords(30000, 50, 8)
 	want := expected(recs)
-	for seed := uint64(1); seed <= 6; seed++ {
+	for seed := uint64(1); seed <= tier.Pick[uint64](2, 6); seed++ {
 		rnd := rand.New(rand.NewPCG(seed, 77))
 		dir := t.TempDir()
 		store, err := snapshot.Open(dir, 3, nil)
@@ -163,8 +165,22 @@ func (s *slowSink) Write(b *core.Batch) error {
 	return s.epochMem.Write(b)
 }
 
+// stepClock is a scripted clock: each reading is the last one plus step.
+// Safe for concurrent use.
+type stepClock struct {
+	ns   atomic.Int64
+	step time.Duration
+}
+
+func (c *stepClock) now() time.Time { return time.Unix(0, c.ns.Add(int64(c.step))) }
+
 // With a slow sink, checkpoints complete or time out cleanly, later ones
-// still succeed, and the output is unaffected.
+// still succeed, and the output is unaffected. With a 1 ms timeout on the
+// wall clock some checkpoint times out (a barrier waits behind several
+// 2 ms batches; load only makes that longer); with a 1 s timeout on a
+// scripted clock that moves 1 ms a reading (a barrier is due at every
+// source batch, a checkpoint would need 1,000 of the coordinator's looks,
+// 250 s of wall time, to time out) none does, however slow the machine.
 func TestCheckpointsWithSlowSink(t *testing.T) {
 	recs := genRecords(40000, 400, 12)
 	want := expected(recs)
@@ -176,6 +192,9 @@ func TestCheckpointsWithSlowSink(t *testing.T) {
 		}
 		store, _ := snapshot.Open(t.TempDir(), 2, nil)
 		job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Millisecond, Timeout: timeout}
+		if timeout == time.Second {
+			job.Checkpoint.Now = (&stepClock{step: time.Millisecond}).now
+		}
 		rep, err := runtime.Run(context.Background(), job)
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,9 @@ import (
 var kv = []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}
 
 // TestStdinLinger: records that arrive slowly come out in partial batches
-// soon after they arrive, not when a batch fills.
+// soon after they arrive, not when a batch fills. The input stays open, so
+// a source that waited for a full batch would hang the test (go test's
+// -timeout ends it); no wall-clock bound is asserted.
 func TestStdinLinger(t *testing.T) {
 	for _, format := range []string{"csv", "jsonl"} {
 		t.Run(format, func(t *testing.T) {
@@ -34,13 +36,9 @@ func TestStdinLinger(t *testing.T) {
 			go func() {
 				io.WriteString(pw, line(1)+line(2)+line(3))
 			}()
-			start := time.Now()
 			b, err := s.Next(ctx)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if d := time.Since(start); d > time.Second {
-				t.Fatalf("partial batch after %v", d)
 			}
 			n := b.Len
 			b.Release()
@@ -123,14 +121,11 @@ func TestStdinCtxAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The input never ends: Next returns only if it honours ctx.
 	c, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	if _, err := s.Next(c); err != context.DeadlineExceeded {
 		t.Fatalf("Next on a stalled input: %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("ctx honoured after %v", d)
 	}
 	// Close while the goroutine is blocked reading: it must return
 	// (goleak in TestMain).

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh [fuzztime=1m] — fuzzing, part of the long test tier
+# (scripts/test-long.sh): runs `go test -fuzz` on every fuzz target of the
+# module (every func FuzzXxx in a _test.go file, found afresh each run, so
+# new targets are picked up) for fuzztime each (a Go duration, or Nx for N
+# inputs). The fast tier (scripts/test.sh) runs the targets' seed corpora
+# only, as plain tests. A failing input is written to the package's
+# testdata/fuzz/FuzzXxx/ (commit it: it becomes part of the seed corpus)
+# and the script goes on with the other targets, then exits non-zero.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:-1m}"
+status=0
+targets=0
+# Package directories of this module (perf/peers is a module of its own).
+pkgs="$(go list -f '{{.Dir}}' ./...)" || exit 1
+while IFS=: read -r file name; do
+  dir="$(dirname "$file")"
+  grep -qxF "$PWD/${dir#./}" <<<"$pkgs" || continue
+  targets=$((targets + 1))
+  echo "fuzz ${dir#./} $name for $fuzztime"
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir"; then
+    echo "scripts/fuzz.sh: $name in ${dir#./} FAILED (input under ${dir#./}/testdata/fuzz/$name/)"
+    status=1
+  fi
+done < <(grep -rHo --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*' . | sed 's/func //' | sort)
+echo "scripts/fuzz.sh: $targets fuzz targets, $fuzztime each"
+exit "$status"
