@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"streamd/core"
+	"streamd/internal/tier"
 )
 
 // batchText is a batch as text: every record's fields and Pos, and the
@@ -205,7 +206,7 @@ func TestGeneratorProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		opts := GeneratorOptions{
 			Seed:         rapid.Uint64().Draw(rt, "seed"),
-			Count:        rapid.Int64Range(0, 3*GeneratorBlockRecords+700).Draw(rt, "count"),
+			Count:        rapid.Int64Range(0, tier.Pick[int64](1, 3)*GeneratorBlockRecords+700).Draw(rt, "count"),
 			Keys:         rapid.IntRange(1, 5000).Draw(rt, "keys"),
 			Distribution: rapid.SampledFrom([]string{"uniform", "zipf"}).Draw(rt, "dist"),
 			ZipfS:        rapid.Float64Range(1.01, 4).Draw(rt, "zipf_s"),
@@ -214,7 +215,7 @@ func TestGeneratorProperties(t *testing.T) {
 		}
 		end := opts.Count
 		if end == 0 {
-			end = 2*GeneratorBlockRecords + 300 // how far an unbounded one is read
+			end = tier.Pick[int64](1, 2)*GeneratorBlockRecords + 300 // how far an unbounded one is read
 		}
 		cut := rapid.Int64Range(0, end).Draw(rt, "cut")
 		m := rapid.IntRange(1, 5).Draw(rt, "workers")
