@@ -41,25 +41,28 @@ func child(t *testing.T, args ...string) *exec.Cmd {
 // seeded random moments (some while a checkpoint is being written, as
 // checkpoints come every 50 ms), restarts it with --restore latest (or
 // afresh when no checkpoint exists yet), and finally lets it finish. It
-// returns the output file and how long the runs took. A kill comes
-// between 1/40 and 1/3 of span after a start (span: an uncrashed run's
-// time, measured on this machine, so that the kills fall inside the runs
-// of a slice or of the full data, on a quiet machine or a loaded one).
-func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.Duration) ([]byte, time.Duration) {
+// returns the output file, how long the runs took and how many runs
+// restored from a checkpoint. A kill comes between 1/8 and 3/4 of span
+// after a start (span: an uncrashed run's time, measured on this machine,
+// so that the kills fall inside the runs of a slice or of the full data, on
+// a quiet machine or a loaded one, and often after a checkpoint).
+func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.Duration) ([]byte, time.Duration, int) {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(seed, 31))
 	ckDir := filepath.Join(filepath.Dir(job), "ck")
 	start := time.Now()
 	crashes, restores := 0, 0
 	for k := 0; ; k++ {
-		args := []string{"run", job, "--quiet"}
+		// Each run reads with another number of source workers (a job
+		// whose source cannot be split, or with live changes, ignores it).
+		args := []string{"run", job, "--quiet", "--source-parallelism", fmt.Sprint(1 + rnd.IntN(4))}
 		if entries, _ := filepath.Glob(filepath.Join(ckDir, "chk-*")); len(entries) > 0 {
 			args = append(args, "--restore", "latest")
 			restores++
 		}
 		cmd := child(t, args...)
 		if k < kills {
-			time.Sleep(span/40 + time.Duration(rnd.Int64N(int64(span/3-span/40)+1)))
+			time.Sleep(span/8 + time.Duration(rnd.Int64N(int64(span*3/4-span/8)+1)))
 			cmd.Process.Signal(syscall.SIGKILL)
 			if err := cmd.Wait(); err == nil {
 				break // it finished before the kill
@@ -80,12 +83,13 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	return b, took
+	return b, took, restores
 }
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
 // replayed): the flights job and a generator job over 1 M keys, each killed
-// several times, restored at random channel counts; the final output equals
+// several times, restored at random channel counts and source
+// parallelisms; the final output equals
 // an uncrashed run's byte for byte. The fast tier runs 3 schedules per job
 // on a slice of the flights (flightsFile) and 200 K generated records; the
 // long tier 10 on the 3 M flights and 600 K records. Longer crash loops:
@@ -100,7 +104,7 @@ func TestKillRestoreExactlyOnce(t *testing.T) {
 	flights = strings.Replace(flights, "${STREAMD_DATA:-../../../shared/data}", data, -1)
 	flights = strings.Replace(flights, "${STREAMD_OUT:-out}", "out", 1)
 	flights = strings.Replace(flights, "  channels: 4\n", "  channels: %d\n", 1)
-	flights += "checkpoint: {dir: ck, interval: 50ms, retain: 2}\n"
+	flights += "checkpoint: {dir: ck, interval: 10ms, retain: 2}\n"
 	gen := `name: gen1m
 source:
   generator: {seed: 5, count: COUNT, keys: 1000000, distribution: uniform, step: 1ms}
@@ -113,7 +117,7 @@ region:
     - window:
         size: 2m
         aggregates: {n: count, total: sum(value), top: max(value)}
-checkpoint: {dir: ck, interval: 50ms, retain: 2}
+checkpoint: {dir: ck, interval: 10ms, retain: 2}
 sink:
   csv: {path: out/out.csv}
 `
@@ -126,7 +130,8 @@ sink:
 		dir := t.TempDir()
 		job := filepath.Join(dir, "job.yaml")
 		os.WriteFile(job, []byte(strings.Replace(fmt.Sprintf(c.text, 2), "  ELASTIC\n", "", 1)), 0o644)
-		base, span := crashLoop(t, job, filepath.Join(dir, c.out), 0, 0, 0)
+		base, span, _ := crashLoop(t, job, filepath.Join(dir, c.out), 0, 0, 0)
+		restored := 0
 		for seed := uint64(1); seed <= uint64(c.schedules); seed++ {
 			dir := t.TempDir()
 			job := filepath.Join(dir, "job.yaml")
@@ -136,10 +141,14 @@ sink:
 				el = fmt.Sprintf("  elastic: {random_every: 3, seed: %d, max_channels: 6}\n", seed)
 			}
 			os.WriteFile(job, []byte(strings.Replace(text, "  ELASTIC\n", el, 1)), 0o644)
-			got, _ := crashLoop(t, job, filepath.Join(dir, c.out), seed, 1+int(seed%3), span)
+			got, _, n := crashLoop(t, job, filepath.Join(dir, c.out), seed, 1+int(seed%3), span)
 			if !bytes.Equal(got, base) {
 				t.Fatalf("%s, crash schedule seed %d: output differs from the uncrashed run (%d vs %d bytes)", c.name, seed, len(got), len(base))
 			}
+			restored += n
+		}
+		if restored == 0 {
+			t.Fatalf("%s: no run was restored from a checkpoint in %d crash schedules: the kills came too early", c.name, c.schedules)
 		}
 	}
 }

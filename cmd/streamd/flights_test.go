@@ -50,14 +50,15 @@ func repoRoot(t testing.TB) string {
 
 // runFlights runs examples/flights/job.yaml through the CLI with n channels
 // and returns the output file's bytes.
-func runFlights(t *testing.T, data string, n int) []byte {
+func runFlights(t *testing.T, data string, n int, flags ...string) []byte {
 	t.Helper()
 	out := t.TempDir()
 	t.Setenv("STREAMD_DATA", data)
 	t.Setenv("STREAMD_OUT", out)
 	job := filepath.Join(repoRoot(t), "examples", "flights", "job.yaml")
-	if code := run([]string{"run", job, "--quiet", "--channels", strconv.Itoa(n)}); code != 0 {
-		t.Fatalf("streamd run %s --channels %d exited %d", job, n, code)
+	args := append([]string{"run", job, "--quiet", "--channels", strconv.Itoa(n)}, flags...)
+	if code := run(args); code != 0 {
+		t.Fatalf("streamd %v exited %d", args[2:], code)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "flights-hourly.csv"))
 	if err != nil {
@@ -148,13 +149,25 @@ ORDER BY date/3600000000, f.origin;
 }
 
 // The flights job equals SQLite's GROUP BY over the same rows, and its
-// output file is byte-identical for 1, 2, 3, 4 and 8 channels.
+// output file is byte-identical for 1, 2, 3, 4 and 8 channels, and with
+// 1, 2, 3 or 8 source workers and 0 to 3 output workers.
 func TestFlightsJobMatchesSQLite(t *testing.T) {
 	data := dataDir(t)
 	base := runFlights(t, data, 1)
 	for _, n := range []int{2, 3, 4, 8} {
 		if got := runFlights(t, data, n); !bytes.Equal(got, base) {
 			t.Fatalf("output with %d channels differs from 1 channel (%d vs %d bytes)", n, len(got), len(base))
+		}
+	}
+	// Source workers (row groups read at once) and output workers (the
+	// post-region lookup and projection, CSV encoding) change nothing.
+	for _, c := range [][3]int{{2, 1, 0}, {3, 2, 2}, {8, 3, 1}, {1, 2, 3}} {
+		flags := []string{"--source-parallelism", strconv.Itoa(c[0])}
+		if c[2] > 0 {
+			flags = append(flags, "--output-workers", strconv.Itoa(c[2]))
+		}
+		if got := runFlights(t, data, c[1], flags...); !bytes.Equal(got, base) {
+			t.Fatalf("output with %v, %d channels differs from 1 channel (%d vs %d bytes)", flags, c[1], len(got), len(base))
 		}
 	}
 	got, err := csv.NewReader(bytes.NewReader(base)).ReadAll()
