@@ -77,6 +77,49 @@ type ErrorPolicy struct {
 	mu    sync.Mutex
 	f     *os.File
 	dirty bool // written since the last fsync (mu)
+
+	// parent, for a Deferred policy: the policy that counts its records
+	// and writes its dead letters; held are the lines not written yet.
+	parent *ErrorPolicy
+	held   [][]byte
+}
+
+// Deferred returns a policy of p's mode for one goroutine whose dead
+// letters are held in memory, in order, until TakeDeferred hands them to
+// the caller, who writes them to p with WriteDeferred. Its counts go to p
+// at once. A source worker of several uses one per worker and hands each
+// block's dead letters over in block order, so that the dead-letter file
+// does not depend on how many workers read. Under Fail its Bad returns the
+// record's error as p's does.
+func (p *ErrorPolicy) Deferred() *ErrorPolicy {
+	return &ErrorPolicy{Mode: p.Mode, path: p.path, parent: p}
+}
+
+// TakeDeferred returns the dead-letter lines a Deferred policy holds and
+// forgets them. The caller owns the slice.
+func (p *ErrorPolicy) TakeDeferred() [][]byte {
+	h := p.held
+	p.held = nil
+	return h
+}
+
+// WriteDeferred appends lines taken from a Deferred policy of p to the
+// dead-letter file, one write a line.
+func (p *ErrorPolicy) WriteDeferred(lines [][]byte) error {
+	for _, l := range lines {
+		if err := p.writeLine(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// counts is the policy whose counters count p's records.
+func (p *ErrorPolicy) counts() *ErrorPolicy {
+	if p.parent != nil {
+		return p.parent
+	}
+	return p
 }
 
 // NewErrorPolicy returns a policy; deadLetter is the dead-letter file's path
@@ -99,10 +142,10 @@ func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) err
 	}
 	switch p.Mode {
 	case Skip:
-		p.Skipped.Add(1)
+		p.counts().Skipped.Add(1)
 		return nil
 	case DeadLetter:
-		p.DeadLettered.Add(1)
+		p.counts().DeadLettered.Add(1)
 		return p.write(input, pos, raw, reason.Error())
 	}
 	return &RecordError{Input: input, Pos: pos, Reason: reason}
@@ -125,11 +168,11 @@ func (p *ErrorPolicy) Unmute() { p.muted.Add(-1) }
 // LateRecord handles a record that came after its windows fired: counted,
 // and written to the dead-letter file when toDeadLetter is set.
 func (p *ErrorPolicy) LateRecord(input string, pos int64, raw string, toDeadLetter bool) error {
-	p.Late.Add(1)
+	p.counts().Late.Add(1)
 	if !toDeadLetter {
 		return nil
 	}
-	p.LateDeadLettered.Add(1)
+	p.counts().LateDeadLettered.Add(1)
 	return p.write(input, pos, raw, "late: its windows have fired")
 }
 
@@ -150,6 +193,15 @@ func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 		return err
 	}
 	line = append(line, '\n')
+	if p.parent != nil {
+		p.held = append(p.held, line)
+		return nil
+	}
+	return p.writeLine(line)
+}
+
+// writeLine appends one whole line to the dead-letter file.
+func (p *ErrorPolicy) writeLine(line []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {

@@ -71,7 +71,9 @@ type Splittable interface {
 	// data batches shaped as Next's (Len ≥ 1, Pos set, Seq, Hash and Time
 	// left zero). emit takes ownership of each batch; if emit returns an
 	// error, ReadBlock stops and returns it unchanged. Malformed records go
-	// through the source's ErrorPolicy as under Next. ReadBlock returns nil
+	// to errs (the runtime's per-worker ErrorPolicy.Deferred, whose dead
+	// letters it writes in block order), or, when errs is nil, through the
+	// source's own policy as under Next. ReadBlock returns nil
 	// after the block's last record, an error naming the block if b is out
 	// of range, and ctx.Err() promptly when ctx is done (some of the block
 	// may have been emitted).
@@ -80,7 +82,7 @@ type Splittable interface {
 	// blocks. It does not move Next's position: a source is read either by
 	// Next or by blocks, not both. Close is called after every ReadBlock
 	// has returned.
-	ReadBlock(ctx context.Context, b int, emit func(*Batch) error) error
+	ReadBlock(ctx context.Context, b int, errs *ErrorPolicy, emit func(*Batch) error) error
 }
 
 // EncodingSink is a sink whose records several goroutines can encode at

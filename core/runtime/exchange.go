@@ -150,6 +150,16 @@ type exchange struct {
 	current     []int // by worker: the block it reads (or read last)
 	pending     int   // the block the next barrier goes before; -1: none
 	pendingInfo *barrierInfo
+
+	// Dead letters: each worker's pre-region operators and block reads
+	// report bad records to its own deferred policy (errs[w]); at a block's
+	// end the worker hands the block's dead letters over (letters), and
+	// they are written in block order (lettersMu), so the dead-letter file
+	// is the one reader's whatever M is.
+	errs      []*core.ErrorPolicy
+	lettersMu sync.Mutex
+	nextBlock int              // the next block whose dead letters are written
+	letters   map[int][][]byte // finished blocks' dead letters, waiting for their turn
 }
 
 // sourceWorkers is how many source workers read the job's source: 0 for
@@ -189,7 +199,7 @@ func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU())
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	n := reg.Channels
-	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, letters: map[int][][]byte{}}
 	for w := range m {
 		rings := make([]*ring.SPSC[*core.Batch], n)
 		for c := range rings {
@@ -205,10 +215,12 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 		sc := r.newStageCPU("source", w)
 		sc.replicated = true
 		sp.cpu = sc
-		pre, err := r.instantiate(r.job.Pre, core.Env{Channel: w, Channels: m, Errors: r.job.Errors}, r.preCounters)
+		errs := r.job.Errors.Deferred()
+		pre, err := r.instantiate(r.job.Pre, core.Env{Channel: w, Channels: m, Errors: errs}, r.preCounters)
 		if err != nil {
 			return err
 		}
+		x.errs = append(x.errs, errs)
 		x.splitters = append(x.splitters, sp)
 		x.pre = append(x.pre, pre)
 		x.cpus = append(x.cpus, sc)
@@ -285,6 +297,26 @@ func (r *run) beginBlock(w, b int) error {
 	return sp.route(m)
 }
 
+// blockLetters hands over block b's dead letters and writes those of every
+// finished block whose turn has come, in block order.
+func (r *run) blockLetters(b int, lines [][]byte) error {
+	x := r.x
+	x.lettersMu.Lock()
+	defer x.lettersMu.Unlock()
+	x.letters[b] = lines
+	for {
+		l, ok := x.letters[x.nextBlock]
+		if !ok {
+			return nil
+		}
+		delete(x.letters, x.nextBlock)
+		x.nextBlock++
+		if err := r.job.Errors.WriteDeferred(l); err != nil {
+			return err
+		}
+	}
+}
+
 // recordsBefore is the input position (records read) at the start of
 // block b, when the source knows it (core.BlockStarts), else 0.
 func (x *exchange) recordsBefore(b int) int64 {
@@ -348,7 +380,12 @@ func (r *run) sourceWorker(w, m int) {
 		}
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
-		if err = r.x.src.ReadBlock(r.ctx, b, emit); err != nil {
+		if err = r.x.src.ReadBlock(r.ctx, b, r.x.errs[w], emit); err != nil {
+			break
+		}
+		// Before the block-end markers: once a channel has seen every
+		// block before a barrier end, their dead letters are written.
+		if err = r.blockLetters(b, r.x.errs[w].TakeDeferred()); err != nil {
 			break
 		}
 		if sp.seq-base >= 1<<blockSeqBits-1 {

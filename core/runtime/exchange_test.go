@@ -29,6 +29,10 @@ type blockSource struct {
 	blocks []int // block b holds batches blocks[b]..blocks[b+1]-1
 	next   int   // Next's next batch
 	reads  atomic.Int64
+	// every, if > 0, makes every every-th record malformed: it goes to the
+	// error policy (errs, or the read's) instead of a batch.
+	every int
+	errs  *core.ErrorPolicy
 }
 
 func newBlockSource(recs []rec, seed uint64) *blockSource {
@@ -49,14 +53,24 @@ func (s *blockSource) Schema() *core.Schema { return testSchema }
 func (s *blockSource) Close() error         { return nil }
 func (s *blockSource) Blocks() int          { return len(s.blocks) - 1 }
 
-func (s *blockSource) batch(i int) *core.Batch {
+func (s *blockSource) batch(i int, errs *core.ErrorPolicy) (*core.Batch, error) {
+	if errs == nil {
+		errs = s.errs
+	}
 	b := core.NewBatch(testSchema)
 	for j := s.cuts[i]; j < s.cuts[i+1]; j++ {
 		r := s.recs[j]
+		if s.every > 0 && j%s.every == s.every-1 {
+			if err := errs.Bad("blocks", int64(j+1), r.k, errors.New("malformed on purpose")); err != nil {
+				b.Release()
+				return nil, err
+			}
+			continue
+		}
 		row := b.Append(0, 0, core.NoTime, int64(j+1))
 		row[0], row[1], row[2] = core.StringValue(r.k), core.IntValue(r.v), core.TimeValue(r.ts)
 	}
-	return b
+	return b, nil
 }
 
 func (s *blockSource) Next(ctx context.Context) (*core.Batch, error) {
@@ -67,18 +81,22 @@ func (s *blockSource) Next(ctx context.Context) (*core.Batch, error) {
 		return nil, io.EOF
 	}
 	s.next++
-	return s.batch(s.next - 1), nil
+	return s.batch(s.next-1, nil)
 }
 
 func (s *blockSource) BlockStart(b int) int64 { return int64(s.cuts[s.blocks[b]]) }
 
-func (s *blockSource) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (s *blockSource) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	s.reads.Add(1)
 	for i := s.blocks[b]; i < s.blocks[b+1]; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := emit(s.batch(i)); err != nil {
+		b, err := s.batch(i, errs)
+		if err != nil {
+			return err
+		}
+		if err := emit(b); err != nil {
 			return err
 		}
 	}
@@ -241,11 +259,44 @@ type failingBlocks struct {
 	failAt int
 }
 
-func (f *failingBlocks) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (f *failingBlocks) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	if b == f.failAt {
 		return fmt.Errorf("block %d unreadable", b)
 	}
-	return f.blockSource.ReadBlock(ctx, b, emit)
+	return f.blockSource.ReadBlock(ctx, b, errs, emit)
+}
+
+// Malformed records met by the source workers are dead-lettered in input
+// order: the dead-letter file is the single source stage's for any source
+// parallelism and channel count, and so are the counts.
+func TestExchangeDeadLettersInOrder(t *testing.T) {
+	recs := genRecords(40_000, 100, 12) // in order: no late records
+	run := func(m, n int) (string, *runtime.Report) {
+		dl := filepath.Join(t.TempDir(), "dead.jsonl")
+		src := newBlockSource(recs, 3)
+		src.every = 97
+		job, _ := exchangeJob(t, src, m, n, 60e9, 0, dl)
+		src.errs = job.Errors
+		rep, err := runtime.Run(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%d workers, %d channels: %v", m, n, err)
+		}
+		b, err := os.ReadFile(dl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b), rep
+	}
+	want, wantRep := run(-1, 1)
+	if n := strings.Count(want, "\n"); n != len(recs)/97 || wantRep.DeadLetters != int64(n) || wantRep.Late != 0 {
+		t.Fatalf("reference: %d dead letters in the file, %d reported, %d late", n, wantRep.DeadLetters, wantRep.Late)
+	}
+	for _, mn := range [][2]int{{1, 1}, {2, 2}, {3, 1}, {8, 3}} {
+		got, rep := run(mn[0], mn[1])
+		if got != want || rep.DeadLetters != wantRep.DeadLetters || rep.RecordsOut != wantRep.RecordsOut {
+			t.Fatalf("%d workers, %d channels: dead-letter file differs (%d vs %d bytes), %d dead letters, %d out", mn[0], mn[1], len(got), len(want), rep.DeadLetters, rep.RecordsOut)
+		}
+	}
 }
 
 // crashBlocks fails the read of block crashAt with errCrash: a crash of a
@@ -255,11 +306,11 @@ type crashBlocks struct {
 	crashAt int
 }
 
-func (c *crashBlocks) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (c *crashBlocks) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	if b == c.crashAt {
 		return errCrash
 	}
-	return c.blockSource.ReadBlock(ctx, b, emit)
+	return c.blockSource.ReadBlock(ctx, b, errs, emit)
 }
 
 // Exactly-once with parallel sources: a keyed window job with late

@@ -334,7 +334,7 @@ func (g blockGenerator) BlockStart(b int) int64 {
 // in full batches of core.BatchSize but the last at Count — the batches
 // Next returns on a fresh read. emit owns each batch. ctx is checked per
 // batch. Safe on several goroutines at once; it does not move Next's index.
-func (g blockGenerator) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (g blockGenerator) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	if g.closed.Load() {
 		return errClosed
 	}

@@ -56,7 +56,7 @@ func readBlocksParallel(t testing.TB, s core.Splittable, blocks int, m int) [][]
 	for w := range m {
 		wg.Go(func() {
 			for b := w; b < blocks; b += m {
-				err := s.ReadBlock(ctx, b, func(batch *core.Batch) error {
+				err := s.ReadBlock(ctx, b, nil, func(batch *core.Batch) error {
 					out[b] = append(out[b], batchText(batch))
 					batch.Release()
 					return nil
@@ -155,31 +155,31 @@ func TestGeneratorReadBlockErrors(t *testing.T) {
 	s := src.(core.Splittable)
 	drop := func(b *core.Batch) error { b.Release(); return nil }
 	for _, b := range []int{-1, 3, 1 << 62} {
-		if err := s.ReadBlock(ctx, b, drop); err == nil {
+		if err := s.ReadBlock(ctx, b, nil, drop); err == nil {
 			t.Errorf("block %d of 3 read", b)
 		}
 	}
 	// The last block holds one record.
 	n := 0
-	if err := s.ReadBlock(ctx, 2, func(b *core.Batch) error { n += b.Len; b.Release(); return nil }); err != nil || n != 1 {
+	if err := s.ReadBlock(ctx, 2, nil, func(b *core.Batch) error { n += b.Len; b.Release(); return nil }); err != nil || n != 1 {
 		t.Fatalf("last block: %d records, %v", n, err)
 	}
 	stop := errors.New("stop")
 	calls := 0
-	err := s.ReadBlock(ctx, 0, func(b *core.Batch) error { calls++; b.Release(); return stop })
+	err := s.ReadBlock(ctx, 0, nil, func(b *core.Batch) error { calls++; b.Release(); return stop })
 	if err != stop || calls != 1 {
 		t.Fatalf("emit's error: %v after %d calls", err, calls)
 	}
 	c, cancel := context.WithCancel(ctx)
 	calls = 0
-	err = s.ReadBlock(c, 1, func(b *core.Batch) error { calls++; cancel(); b.Release(); return nil })
+	err = s.ReadBlock(c, 1, nil, func(b *core.Batch) error { calls++; cancel(); b.Release(); return nil })
 	if err != context.Canceled || calls != 1 {
 		t.Fatalf("cancelled: %v after %d batches", err, calls)
 	}
 	// Unbounded: far blocks exist, up to where the index would overflow.
 	u, _ := Generator(GeneratorOptions{})
 	var first int64
-	if err := u.(core.Splittable).ReadBlock(ctx, 1<<40, func(b *core.Batch) error {
+	if err := u.(core.Splittable).ReadBlock(ctx, 1<<40, nil, func(b *core.Batch) error {
 		if first == 0 {
 			first = b.Row(0)[0].Int()
 		}
@@ -188,11 +188,11 @@ func TestGeneratorReadBlockErrors(t *testing.T) {
 	}); err != nil || first != (1<<40)*GeneratorBlockRecords {
 		t.Fatalf("unbounded block 2⁴⁰: first record %d, %v", first, err)
 	}
-	if err := u.(core.Splittable).ReadBlock(ctx, 1<<62, drop); err == nil {
+	if err := u.(core.Splittable).ReadBlock(ctx, 1<<62, nil, drop); err == nil {
 		t.Fatal("a block past the last index read")
 	}
 	src.Close()
-	if err := s.ReadBlock(ctx, 0, drop); !errors.Is(err, errClosed) {
+	if err := s.ReadBlock(ctx, 0, nil, drop); !errors.Is(err, errClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func BenchmarkGeneratorBlock(b *testing.B) {
 			release := func(batch *core.Batch) error { batch.Release(); return nil }
 			b.ReportAllocs()
 			for block := 0; b.Loop(); block++ {
-				if err := s.ReadBlock(ctx, block, release); err != nil {
+				if err := s.ReadBlock(ctx, block, nil, release); err != nil {
 					b.Fatal(err)
 				}
 			}

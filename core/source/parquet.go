@@ -54,15 +54,16 @@ type ParquetSource struct {
 // decoding state (Next has one; each ReadBlock call makes its own).
 type pqCursor struct {
 	cols   []*pqColumn
-	rg     int   // the open row group
-	rgLeft int64 // rows left in it
-	row    int64 // rows of the file before the next row; its Pos is row+1
-	null   []int // per batch row: 1 + index of a null column, 0 if none
+	rg     int               // the open row group
+	rgLeft int64             // rows left in it
+	row    int64             // rows of the file before the next row; its Pos is row+1
+	null   []int             // per batch row: 1 + index of a null column, 0 if none
+	errs   *core.ErrorPolicy // where rows with a null go
 }
 
 // newCursor makes a cursor with fresh column decoders.
 func (s *ParquetSource) newCursor() *pqCursor {
-	cur := &pqCursor{null: make([]int, core.BatchSize)}
+	cur := &pqCursor{null: make([]int, core.BatchSize), errs: s.errs}
 	for _, c := range s.columns {
 		pc, _ := newPQColumn(c) // checked when the source was opened
 		cur.cols = append(cur.cols, pc)
@@ -211,12 +212,15 @@ func (s *ParquetSource) BlockStart(b int) int64 {
 // in Next's batches. Several goroutines may read different row groups at
 // once: the file is read with ReadAt, and each call keeps its own pages,
 // dictionaries and string interners.
-func (s *ParquetSource) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (s *ParquetSource) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	if b < 0 || b >= s.Blocks() {
 		return fmt.Errorf("parquet source %s: no row group %d (%d in the file)", s.path, b, s.Blocks())
 	}
 	cur := s.newCursor()
 	defer cur.close()
+	if errs != nil {
+		cur.errs = errs
+	}
 	cur.open(s, b)
 	for cur.rgLeft > 0 {
 		if err := ctx.Err(); err != nil {
@@ -281,7 +285,7 @@ func (s *ParquetSource) dropNulls(b *core.Batch, cur *pqCursor) error {
 		}
 		cur.null[i] = 0
 		raw := rowText(b, i, nc-1)
-		if err := s.errs.Bad(s.path, b.Pos[i], raw, fmt.Errorf("field %q is null", cur.cols[nc-1].name)); err != nil {
+		if err := cur.errs.Bad(s.path, b.Pos[i], raw, fmt.Errorf("field %q is null", cur.cols[nc-1].name)); err != nil {
 			clear(cur.null[i:])
 			return err
 		}

@@ -37,7 +37,7 @@ func readBlocks(t *testing.T, s core.Splittable, m int) []string {
 	for w := range m {
 		wg.Go(func() {
 			for b := w; b < s.Blocks(); b += m {
-				errs[w] = s.ReadBlock(context.Background(), b, func(bt *core.Batch) error {
+				errs[w] = s.ReadBlock(context.Background(), b, nil, func(bt *core.Batch) error {
 					per[b] = append(per[b], parquetBatchText(bt))
 					bt.Release()
 					return nil

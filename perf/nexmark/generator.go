@@ -204,7 +204,7 @@ func (g *Generator) BlockStart(b int) int64 {
 // ReadBlock implements core.Splittable: events b·BlockEvents … in Next's
 // batches of core.BatchSize. Every event is a function of its number, so
 // blocks can be made concurrently; ReadBlock does not move Next.
-func (g *Generator) ReadBlock(ctx context.Context, b int, emit func(*core.Batch) error) error {
+func (g *Generator) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	n, end := int64(b)*BlockEvents, int64(b+1)*BlockEvents
 	if g.cfg.Count > 0 {
 		end = min(end, g.cfg.Count)

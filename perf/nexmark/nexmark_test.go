@@ -477,7 +477,7 @@ func TestGeneratorBlocks(t *testing.T) {
 		for w := range m {
 			wg.Go(func() {
 				for b := w; b < g.Blocks(); b += m {
-					err := g.ReadBlock(context.Background(), b, func(bt *core.Batch) error {
+					err := g.ReadBlock(context.Background(), b, nil, func(bt *core.Batch) error {
 						per[b] = append(per[b], fmt.Sprint(bt.Pos, bt.Vals))
 						bt.Release()
 						return nil
