@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,47 @@ func BenchmarkDeadLetter(b *testing.B) {
 	}
 	if err := p.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// A deferred policy counts at once in its parent, holds its dead letters
+// until they are taken, and the parent writes them in the order given.
+func TestDeferredDeadLetters(t *testing.T) {
+	dl := filepath.Join(t.TempDir(), "dead.jsonl")
+	p, err := core.NewErrorPolicy(core.DeadLetter, dl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.Deferred(), p.Deferred()
+	for _, c := range []struct {
+		d   *core.ErrorPolicy
+		pos int64
+	}{{b, 3}, {a, 1}, {b, 4}, {a, 2}} {
+		if err := c.d.Bad("in", c.pos, "raw", errors.New("bad")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.LateRecord("in", 5, "raw", true); err != nil {
+		t.Fatal(err)
+	}
+	if p.DeadLettered.Load() != 4 || p.Late.Load() != 1 || p.LateDeadLettered.Load() != 1 {
+		t.Fatalf("counts %d %d %d", p.DeadLettered.Load(), p.Late.Load(), p.LateDeadLettered.Load())
+	}
+	if _, err := os.Stat(dl); !os.IsNotExist(err) {
+		t.Fatalf("dead letters written before they were handed over: %v", err)
+	}
+	first, second := a.TakeDeferred(), b.TakeDeferred()
+	if len(a.TakeDeferred()) != 0 {
+		t.Fatal("taken twice")
+	}
+	if err := errors.Join(p.WriteDeferred(first), p.WriteDeferred(second), p.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if got := readLetters(t, dl); fmt.Sprint(got) != "[1 2 5 3 4]" {
+		t.Fatalf("dead letters at %v, want [1 2 5 3 4]", got)
+	}
+	f, _ := core.NewErrorPolicy(core.Fail, "")
+	if err := f.Deferred().Bad("in", 9, "raw", errors.New("bad")); err == nil {
+		t.Fatal("a deferred Fail policy let a bad record through")
 	}
 }
