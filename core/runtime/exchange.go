@@ -7,6 +7,7 @@ import (
 	"math"
 	goruntime "runtime"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -239,16 +240,28 @@ func firstBlock(start, w, m int) int {
 }
 
 // restoredBlock is the block a checkpoint's workers resume at. A checkpoint
-// of the single source stage (a position in records, no block) fits only
-// at the very start.
-func restoredBlock(meta *snapshot.Metadata) (int, error) {
+// of the single source stage (a position in records, no block) fits when
+// that position is where a block starts (core.BlockStarts).
+func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 	if b, ok := meta.Sources["block"]; ok {
 		return int(b), nil
 	}
-	if meta.Sources["source"] == 0 {
+	pos := meta.Sources["source"]
+	if pos == 0 {
 		return 0, nil
 	}
-	return 0, fmt.Errorf("%w: it was taken with one source stage at record %d, and this job reads its source by blocks", ErrCheckpointMismatch, meta.Sources["source"])
+	if bs, ok := src.(core.BlockStarts); ok && src.Blocks() != 0 {
+		n := src.Blocks()
+		if n < 0 { // unbounded: every block holds a record at least
+			n = int(min(pos, math.MaxInt-1)) + 1
+		}
+		// The first block starting at or after pos.
+		b := sort.Search(n, func(b int) bool { return bs.BlockStart(b) >= pos })
+		if b < n && bs.BlockStart(b) == pos {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, a region whose channel count changes) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
 }
 
 // input is channel c's side of the exchange; the restore's watermark

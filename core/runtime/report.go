@@ -105,14 +105,15 @@ func (l Live) RingLen() []int {
 	return out
 }
 
-// blockedNs is how long the splitters (one, or one per source worker)
-// were blocked on channel c's full rings, ns.
+// blockedNs is how long the splitter was blocked on channel c's full ring,
+// ns; with source workers, the average over their splitters, so that
+// blocked time over wall time (the congestion index) stays a fraction.
 func (r *run) blockedNs(c int) int64 {
 	var ns int64
 	for _, sp := range r.splitters {
 		ns += sp.blocked[c].Load()
 	}
-	return ns
+	return ns / int64(max(1, len(r.splitters)))
 }
 
 func (r *run) report(wall time.Duration) *Report {

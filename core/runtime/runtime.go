@@ -365,7 +365,7 @@ func (r *run) build() error {
 				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
 					return err
 				}
-			} else if r.startBlock, err = restoredBlock(&cp.Restore.Meta); err != nil {
+			} else if r.startBlock, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
 				return err
 			}
 		}
