@@ -45,7 +45,9 @@ func child(t *testing.T, args ...string) *exec.Cmd {
 // restored from a checkpoint. A kill comes between 1/8 and 3/4 of span
 // after a start (span: an uncrashed run's time, measured on this machine,
 // so that the kills fall inside the runs of a slice or of the full data, on
-// a quiet machine or a loaded one, and often after a checkpoint).
+// a quiet machine or a loaded one) — every other kill within 1/8 of span
+// after the run's first completed checkpoint instead, so that restores
+// happen.
 func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.Duration) ([]byte, time.Duration, int) {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(seed, 31))
@@ -56,15 +58,27 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 		// Each run reads with another number of source workers (a job
 		// whose source cannot be split, or with live changes, ignores it).
 		args := []string{"run", job, "--quiet", "--source-parallelism", fmt.Sprint(1 + rnd.IntN(4))}
-		if entries, _ := filepath.Glob(filepath.Join(ckDir, "chk-*")); len(entries) > 0 {
+		if hasCheckpoint(ckDir) {
 			args = append(args, "--restore", "latest")
 			restores++
 		}
 		cmd := child(t, args...)
 		if k < kills {
-			time.Sleep(span/8 + time.Duration(rnd.Int64N(int64(span*3/4-span/8)+1)))
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// Every other kill waits for a checkpoint to exist first, so
+			// that restores happen however fast or slow the machine is;
+			// the others fall anywhere, also before the first checkpoint.
+			wait := span/8 + time.Duration(rnd.Int64N(int64(span*3/4-span/8)+1))
+			if k%2 == 0 {
+				for !hasCheckpoint(ckDir) && len(done) == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				wait = time.Duration(rnd.Int64N(int64(span/8) + 1))
+			}
+			time.Sleep(wait)
 			cmd.Process.Signal(syscall.SIGKILL)
-			if err := cmd.Wait(); err == nil {
+			if err := <-done; err == nil {
 				break // it finished before the kill
 			}
 			crashes++
@@ -84,6 +98,12 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	return b, took, restores
+}
+
+// hasCheckpoint says whether a completed checkpoint is in dir.
+func hasCheckpoint(dir string) bool {
+	entries, _ := filepath.Glob(filepath.Join(dir, "chk-*"))
+	return len(entries) > 0
 }
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
