@@ -293,7 +293,7 @@ func (f *File) buildSource(errs *core.ErrorPolicy) (core.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.build(&sourceBuild{f: f, path: "source." + k.name, errs: errs}, spec)
+	return k.build(&sourceBuild{keyAt: keyAt{f, "source." + k.name}, errs: errs}, spec)
 }
 
 func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
@@ -357,7 +357,7 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 	if k.keyed && (reg == nil || len(reg.Key) == 0) {
 		return core.OperatorDef{}, f.errAt(kp, "%s keeps keyed state: it belongs in a region with key_by", k.name)
 	}
-	def, err := k.build(&opBuild{f: f, path: kp, name: name, in: in, errs: errs, region: reg}, spec)
+	def, err := k.build(&opBuild{keyAt: keyAt{f, kp}, name: name, in: in, errs: errs, region: reg}, spec)
 	if err != nil {
 		if _, ok := err.(*Error); ok {
 			return def, err
@@ -380,7 +380,7 @@ func (f *File) buildSink(opt Options) (core.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.build(&sinkBuild{f: f, path: "sink." + k.name, opt: opt}, spec)
+	return k.build(&sinkBuild{keyAt: keyAt{f, "sink." + k.name}, opt: opt}, spec)
 }
 
 // mkdirSink creates a file sink's directory (or the dead-letter file's)

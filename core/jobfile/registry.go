@@ -331,12 +331,24 @@ func exactlyOne(path string, f *File, names []string, set []bool) (int, error) {
 	return idx, nil
 }
 
+// keyAt is where a kind's key sits in a file: what a builder reports its
+// errors at.
+type keyAt struct {
+	f *File
+	// path is the kind's key: "region.ops[0].window", "source.csv".
+	path string
+}
+
+// errAt returns an Error at sub (".size"; "" for the kind's key) below
+// the kind's key.
+func (k keyAt) errAt(sub, format string, args ...any) error {
+	return k.f.errAt(k.path+sub, format, args...)
+}
+
 // opBuild is what an operator's builder is given: where the operator sits
 // in the file, its input, and the job settings it may depend on.
 type opBuild struct {
-	f *File
-	// path is the kind's key: "region.ops[0].window".
-	path string
+	keyAt
 	// name is the operator's name: its name: or else path.
 	name string
 	in   *core.Schema
@@ -346,30 +358,14 @@ type opBuild struct {
 	region *runtime.Region
 }
 
-// errAt returns an Error at sub (".size"; "" for the kind's key) below
-// the operator's key.
-func (b *opBuild) errAt(sub, format string, args ...any) error {
-	return b.f.errAt(b.path+sub, format, args...)
-}
-
 // sourceBuild is what a source's builder is given.
 type sourceBuild struct {
-	f    *File
-	path string // the kind's key: "source.csv"
+	keyAt
 	errs *core.ErrorPolicy
-}
-
-func (b *sourceBuild) errAt(sub, format string, args ...any) error {
-	return b.f.errAt(b.path+sub, format, args...)
 }
 
 // sinkBuild is what a sink's builder is given.
 type sinkBuild struct {
-	f    *File
-	path string // the kind's key: "sink.csv"
-	opt  Options
-}
-
-func (b *sinkBuild) errAt(sub, format string, args ...any) error {
-	return b.f.errAt(b.path+sub, format, args...)
+	keyAt
+	opt Options
 }
