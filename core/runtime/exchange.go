@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/kvstate"
 	"streamd/ring"
 	"streamd/snapshot"
 )
@@ -107,6 +108,12 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
 				bi.maxTime, bi.wm = in.prevMax, in.lastWM
 			}
+		case core.Reconfig:
+			// Likewise for a change of the channel count: the channels it
+			// adds start from channel 0's watermark state here.
+			if rc := reconfOf(bt); rc != nil && in.channel == 0 {
+				rc.publishWatermark(in.prevMax, in.lastWM)
+			}
 		case core.Watermark:
 			if wm := max(in.prevMax, bt.Watermark) - in.bound - 1; wm > in.lastWM {
 				in.lastWM, bt.Watermark = wm, wm
@@ -147,10 +154,20 @@ type exchange struct {
 	// 1 + the largest block any worker has started (current), which no
 	// worker has started yet; the worker of that block sends it when it
 	// gets there, before the block.
-	mu          sync.Mutex
-	current     []int // by worker: the block it reads (or read last)
-	pending     int   // the block the next barrier goes before; -1: none
-	pendingInfo *barrierInfo
+	//
+	// Live changes of the channel count are placed the same way (one
+	// barrier or change pending at a time): a change placed before block
+	// B makes a routing configuration that every worker takes up at its
+	// first block ≥ B, and the worker of block B sends the Reconfig marker
+	// to the channels of the configuration before, on their rings, before
+	// block B's records (rescale.go, "Live changes with source workers").
+	mu            sync.Mutex
+	current       []int // by worker: the block it reads (or read last)
+	pending       int   // the block the next barrier or change goes before; -1: none
+	pendingInfo   *barrierInfo
+	pendingChange *reconf
+	configs       []*routing // in block order; the first from block 0
+	routed        []int      // by worker: the index in configs its splitter routes under
 
 	// Dead letters: each worker's pre-region operators and block reads
 	// report bad records to its own deferred policy (errs[w]); at a block's
@@ -163,16 +180,26 @@ type exchange struct {
 	letters   map[int][][]byte // finished blocks' dead letters, waiting for their turn
 }
 
+// routing is how the workers route from a block on: the channel count,
+// per worker the rings to each channel, and the key-group table (nil for a
+// stateless region).
+type routing struct {
+	block int
+	rings [][]*ring.SPSC[*core.Batch] // [worker][channel]
+	table *kvstate.Table
+	// change is the reconfiguration that made it (nil for the first).
+	change *reconf
+}
+
 // sourceWorkers is how many source workers read the job's source: 0 for
-// the single source stage (no region, a source that cannot be split, or
-// what the exchange does not carry yet: live channel changes), otherwise Job.SourceParallelism (0: as many as the cores
-// allow beside the channels, the merger and one core to spare), at least
-// one, at most one per block.
+// the single source stage (no region, or a source that cannot be split),
+// otherwise Job.SourceParallelism (0: as many as the cores allow beside
+// the channels — the most an elastic region may use —, the merger and one
+// core to spare), at least one, at most one per block.
 func sourceWorkers(job *Job, cores int) int {
 	sp, ok := job.Source.(core.Splittable)
 	reg := job.Region
-	if !ok || reg == nil || reg.Elastic != nil || reg.Schedule != nil ||
-		reg.MaxChannels > reg.Channels || job.SourceParallelism < 0 {
+	if !ok || reg == nil || job.SourceParallelism < 0 {
 		return 0
 	}
 	blocks := sp.Blocks()
@@ -186,7 +213,7 @@ func sourceWorkers(job *Job, cores int) int {
 	if m == 0 {
 		// A core each beside the channels and the merger, and one to spare
 		// for the Go runtime and the OS (CorePlacer pins only then).
-		m = cores - reg.Channels - 2
+		m = cores - max(reg.Channels, reg.MaxChannels) - 2
 	}
 	return max(1, min(m, blocks))
 }
@@ -201,6 +228,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	n := reg.Channels
 	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, letters: map[int][][]byte{}}
+	first := &routing{block: r.startBlock}
 	for w := range m {
 		rings := make([]*ring.SPSC[*core.Batch], n)
 		for c := range rings {
@@ -209,10 +237,11 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 				return err
 			}
 		}
-		sp, err := newSplitter(rings, splitIn, reg, n)
+		sp, err := newSplitter(rings, splitIn, reg, r.maxChannels)
 		if err != nil {
 			return err
 		}
+		first.rings = append(first.rings, rings)
 		sc := r.newStageCPU("source", w)
 		sc.replicated = true
 		sp.cpu = sc
@@ -227,10 +256,15 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 		x.cpus = append(x.cpus, sc)
 		x.current = append(x.current, firstBlock(r.startBlock, w, m)-m)
 	}
+	first.table = x.splitters[0].table
+	for _, sp := range x.splitters {
+		sp.table = first.table // one table, read-only, shared by the workers
+	}
+	x.configs, x.routed = []*routing{first}, make([]int, m)
 	r.x = x
-	r.initialTable = x.splitters[0].table
+	r.initialTable = first.table
 	r.splitters = x.splitters
-	return nil
+	return r.buildScaler()
 }
 
 // firstBlock is worker w's first block of m workers when reading starts at
@@ -280,34 +314,121 @@ func (r *run) input(c int, bound int64) *blockInput {
 	return in
 }
 
-// beginBlock is what worker w does before reading block b: note it, send
-// the barrier placed before b if there is one, and place the next one when
-// a checkpoint is due.
+// beginBlock is what worker w does before reading block b: note it, take
+// up the routing for b, send the barrier or the Reconfig marker placed
+// before b if there is one, and place the next barrier (a checkpoint is
+// due) or change of the channel count (the scaler asks for one).
 func (r *run) beginBlock(w, b int) error {
 	x := r.x
 	x.mu.Lock()
 	x.current[w] = b
 	var send *barrierInfo
+	var change *reconf
 	if x.pending == b {
-		send, x.pending = x.pendingInfo, -1
+		send, change = x.pendingInfo, x.pendingChange
+		x.pending, x.pendingInfo, x.pendingChange = -1, nil, nil
 	}
-	if r.ck != nil && x.pending < 0 && send == nil && r.ck.due() {
+	k := x.routed[w]
+	for k+1 < len(x.configs) && x.configs[k+1].block <= b {
+		k++
+	}
+	before, now := x.configs[max(0, k-1)], x.configs[k]
+	changed := k != x.routed[w]
+	x.routed[w] = k
+	var err error
+	if x.pending < 0 && send == nil && change == nil {
 		if next := slices.Max(x.current) + 1; next < x.blocks() {
-			r.ck.epoch++
-			r.ck.begin(r.ck.epoch)
-			x.pending = next
-			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+			switch {
+			case r.ck != nil && r.ck.due():
+				r.ck.epoch++
+				r.ck.begin(r.ck.epoch)
+				x.pending = next
+				x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+			case r.scaler != nil:
+				if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
+					err = r.placeChange(n, next)
+				}
+			}
 		}
 	}
 	x.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	sp := x.splitters[w]
+	if change != nil {
+		// The marker goes to the channels of the routing before the
+		// change, on this worker's rings to them.
+		sp.use(before.rings[w], before.table)
+		change.synced.Store(time.Now().UnixNano())
+		sp.seq = change.seq - 1
+		m := core.NewMarker(core.Reconfig)
+		m.Control, m.Stamp = change, time.Now().UnixNano()
+		if err := sp.route(m); err != nil {
+			return err
+		}
+	}
+	if changed || change != nil {
+		sp.use(now.rings[w], now.table)
+	}
 	if send == nil {
 		return nil
 	}
-	sp := x.splitters[w]
 	sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
 	return sp.route(m)
+}
+
+// placeChange places a change to n channels before block b, which no
+// worker has started (x.mu held): prepare (rescale.go) — the new routing,
+// the key groups that move, the rings and channels it adds, which wait for
+// their key groups and for the watermark state at b (channel 0 publishes
+// it when it reaches the marker).
+func (r *run) placeChange(n, b int) error {
+	x := r.x
+	if n < 1 || n > r.maxChannels {
+		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
+	}
+	last := x.configs[len(x.configs)-1]
+	from := len(last.rings[0])
+	m := len(x.splitters)
+	rc := newReconf(uint64(b)<<blockSeqBits, from, n, m+1)
+	rc.watermark = make(chan struct{})
+	next := &routing{block: b, change: rc}
+	if last.table != nil {
+		next.table = kvstate.NewTable(last.table.Groups(), n)
+		rc.plan(last.table, next.table)
+	}
+	for w := range m {
+		next.rings = append(next.rings, slices.Clone(last.rings[w][:min(from, n)]))
+	}
+	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
+	for c := from; c < n; c++ {
+		rings := make([]*ring.SPSC[*core.Batch], m)
+		for w := range m {
+			var err error
+			if rings[w], err = r.newRing(); err != nil {
+				return err
+			}
+			next.rings[w] = append(next.rings[w], rings[w])
+		}
+		out, err := r.newRing()
+		if err != nil {
+			return err
+		}
+		rc.outs = append(rc.outs, out)
+		in := newBlockInput(rings, x.blocks(), r.job.EventTime.MaxOutOfOrder, core.NoTime)
+		in.b, in.channel = b, c
+		if err := r.startChannel(c, n, in, out, core.NoTime, rc); err != nil {
+			return err
+		}
+	}
+	x.configs = append(x.configs, next)
+	x.pending, x.pendingChange = b, rc
+	r.mergerOuts = rc.outs
+	r.changed(n)
+	return nil
 }
 
 // blockLetters hands over block b's dead letters and writes those of every

@@ -379,3 +379,91 @@ func TestExchangeCrashRestore(t *testing.T) {
 		}
 	}
 }
+
+// Live channel changes with source workers: the change is placed at a
+// block boundary and every worker takes it up there. A keyed out-of-order
+// window job (late records, dead letters) and a stateless ordered one whose
+// channel count changes at random while they run give the output of the
+// single source stage with a fixed channel count, for source parallelism
+// 1, 2, 3 and 8.
+func TestExchangeLiveChanges(t *testing.T) {
+	recs := outOfOrder(40_000, 300, 5)
+	seeds := []uint64{1, 2}
+	if tier.Long() {
+		seeds = []uint64{1, 2, 3, 4, 5, 6}
+	}
+	t.Run("keyed", func(t *testing.T) {
+		run := func(m int, seed uint64) ([]string, *runtime.Report, string) {
+			dl := filepath.Join(t.TempDir(), "dead.jsonl")
+			job, sink := exchangeJob(t, newBlockSource(recs, 9), m, 2, 60e9, 20e9, dl)
+			if seed != 0 {
+				job.Region.MaxChannels, job.Region.Schedule = 6, randomSchedule(seed, 6)
+			}
+			rep, err := runtime.Run(context.Background(), job)
+			if err != nil {
+				t.Fatalf("%d workers, seed %d: %v", m, seed, err)
+			}
+			b, err := os.ReadFile(dl)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			return sink.lines, rep, string(b)
+		}
+		want, wantRep, wantLetters := run(-1, 0)
+		if wantRep.Late == 0 || len(want) == 0 {
+			t.Fatalf("reference: %d late, %d lines", wantRep.Late, len(want))
+		}
+		for _, seed := range seeds {
+			for _, m := range []int{1, 2, 3, 8} {
+				got, rep, letters := run(m, seed)
+				name := fmt.Sprintf("%d workers, seed %d", m, seed)
+				workers := 0
+				for _, s := range rep.Stages {
+					if s.Stage == "source" {
+						workers++
+					}
+				}
+				if rep.Rescales < 2 || workers != m {
+					t.Fatalf("%s: %d channel changes, %d source stages", name, rep.Rescales, workers)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: %d lines vs %d: %s", name, len(got), len(want), diffAt(got, want))
+				}
+				if rep.Late != wantRep.Late || rep.RecordsIn != int64(len(recs)) {
+					t.Fatalf("%s: %d late (want %d), %d records in", name, rep.Late, wantRep.Late, rep.RecordsIn)
+				}
+				if !slices.Equal(sortedLines(letters), sortedLines(wantLetters)) {
+					t.Fatalf("%s: dead-letter file differs", name)
+				}
+			}
+		}
+	})
+	t.Run("stateless", func(t *testing.T) {
+		filter := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
+		run := func(m int, seed uint64) ([]string, *runtime.Report) {
+			sink := &memSink{}
+			job := &runtime.Job{Source: newBlockSource(recs, 4), SourceParallelism: m, RingSize: 4, Sink: sink,
+				Region: &runtime.Region{Channels: 2, Ops: []core.OperatorDef{filter}}}
+			if seed != 0 {
+				job.Region.MaxChannels, job.Region.Schedule = 6, randomSchedule(seed, 6)
+			}
+			rep, err := runtime.Run(context.Background(), job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sink.lines, rep
+		}
+		want, _ := run(-1, 0)
+		if len(want) < len(recs)/3 {
+			t.Fatalf("reference: %d lines", len(want))
+		}
+		for _, seed := range seeds {
+			for _, m := range []int{1, 3, 8} {
+				got, rep := run(m, seed)
+				if rep.Rescales < 2 || !slices.Equal(got, want) {
+					t.Fatalf("%d workers, seed %d: %d changes; %d records, want %d, or out of order: %s", m, seed, rep.Rescales, len(got), len(want), diffAt(got, want))
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,6 +58,51 @@ type reconf struct {
 	// global run queue, which is searched before the P's own next
 	// goroutine can be stolen), so waiters park at once.
 	spin bool
+
+	// With source workers: watermark is closed once channel 0 has
+	// published, at the marker, the watermark state the channels added
+	// start from (prevMax: the largest event time of the blocks before,
+	// lastWM: the last watermark). Nil with the single source stage, whose
+	// splitter knows the last watermark when it makes the change.
+	watermark       chan struct{}
+	prevMax, lastWM int64
+}
+
+// newReconf starts a change from channel count from to to at sequence
+// number seq; others is how many stages run beside the channels.
+func newReconf(seq uint64, from, to, others int) *reconf {
+	rc := &reconf{seq: seq, from: from, to: to, mail: make([]chan handoff, max(from, to)), expect: make([]int, max(from, to)),
+		spin: runtime.GOMAXPROCS(0) > max(from, to)+others}
+	for c := range rc.mail {
+		rc.mail[c] = make(chan handoff, from)
+	}
+	return rc
+}
+
+// plan computes which key groups move from table old to table next.
+func (rc *reconf) plan(old, next *kvstate.Table) {
+	rc.lose = losses(kvstate.Moves(old, next), len(rc.expect))
+	for _, ls := range rc.lose {
+		for _, l := range ls {
+			rc.expect[l.to]++
+		}
+	}
+}
+
+// publishWatermark is channel 0's, at the marker (source workers).
+func (rc *reconf) publishWatermark(prevMax, lastWM int64) {
+	rc.prevMax, rc.lastWM = prevMax, lastWM
+	close(rc.watermark)
+}
+
+// awaitWatermark is what a channel added with source workers does first.
+func (rc *reconf) awaitWatermark(ctx context.Context) (prevMax, lastWM int64, err error) {
+	select {
+	case <-rc.watermark:
+		return rc.prevMax, rc.lastWM, nil
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
 }
 
 // loss is the key groups one channel hands to one new owner.
@@ -111,20 +157,11 @@ func (r *run) rescale(n int) error {
 	// Prepare: the new key-group table and the moves; new channels and
 	// their rings, idle until their groups arrive.
 	sp.seq++
-	rc := &reconf{seq: sp.seq, from: from, to: n, mail: make([]chan handoff, max(from, n)), expect: make([]int, max(from, n)),
-		spin: runtime.GOMAXPROCS(0) > max(from, n)+2}
+	rc := newReconf(sp.seq, from, n, 2)
 	var table *kvstate.Table
 	if sp.table != nil {
 		table = kvstate.NewTable(sp.groups, n)
-		rc.lose = losses(kvstate.Moves(sp.table, table), len(rc.expect))
-		for _, ls := range rc.lose {
-			for _, l := range ls {
-				rc.expect[l.to]++
-			}
-		}
-	}
-	for c := range rc.mail {
-		rc.mail[c] = make(chan handoff, from)
+		rc.plan(sp.table, table)
 	}
 	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
 	rc.outs = append([]*ring.SPSC[*core.Batch](nil), r.mergerOuts[:min(from, n)]...)
@@ -179,15 +216,17 @@ func (r *run) rescale(n int) error {
 	for c := n; c < from; c++ {
 		sp.rings[c].Close()
 	}
-	sp.rings, sp.table = rings, table
-	sp.parts = make([]*core.Batch, n)
-	sp.idle = make([]int, n)
-	sp.rr %= n
+	sp.use(rings, table)
 	r.mergerOuts = rc.outs
+	r.changed(n)
+	return nil
+}
+
+// changed counts a change to n channels.
+func (r *run) changed(n int) {
 	r.usedChans.Store(max(r.usedChans.Load(), int64(n)))
 	r.curChans.Store(int64(n))
 	r.rescales.Add(1)
-	return nil
 }
 
 // drain waits until every channel has finished every batch the splitter
@@ -381,9 +420,18 @@ type scheduled struct {
 	batches int64
 }
 
-func (s *scheduled) next(*run) int {
-	s.batches++
-	return s.f(s.batches)
+// next asks f about every source batch read since the last call (one
+// with the single source stage; with source workers, which ask at block
+// starts, all of them, in order), and returns its last nonzero answer.
+func (s *scheduled) next(r *run) int {
+	n := 0
+	for total := r.batchesIn.Load(); s.batches < total; {
+		s.batches++
+		if c := s.f(s.batches); c > 0 {
+			n = c
+		}
+	}
+	return n
 }
 
 // controlled asks an elastic.Policy once per period. The period's metrics
@@ -432,7 +480,7 @@ func (c *controlled) next(r *run) int {
 }
 
 func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
-	n := len(r.splitter.rings)
+	n := int(r.curChans.Load())
 	c.counters.TimeNs = now.UnixNano()
 	c.counters.Channels = c.counters.Channels[:0]
 	var processed uint64
@@ -440,7 +488,7 @@ func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
 		rec := uint64(r.chanStats[i].Records.Load())
 		processed += rec
 		c.counters.Channels = append(c.counters.Channels, elastic.ChannelCounters{
-			BlockedNs: r.splitter.blocked[i].Load(), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec})
+			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec})
 	}
 	c.counters.Arrived = uint64(r.recordsIn.Load())
 	// Records leaving the region: those its channels have processed (a

@@ -50,6 +50,7 @@ type run struct {
 	regionOut         *core.Schema
 	regionCounters    []*core.Counters
 	recordsIn, recOut atomic.Int64
+	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
 	maxChannels       int
 	placer            Placer
 	wg                sync.WaitGroup
@@ -404,7 +405,7 @@ func (r *run) build() error {
 			r.splitter.cpu = r.srcCPU
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
-			if r.scaler, err = newScaler(reg, job.Log); err != nil {
+			if err := r.buildScaler(); err != nil {
 				return err
 			}
 		}
@@ -685,6 +686,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 // return the largest event time seen, given the one before (maxT).
 func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64) int64 {
 	r.recordsIn.Add(int64(b.Len))
+	r.batchesIn.Add(1)
 	sc.records.Add(int64(b.Len))
 	if b.Stamp == 0 {
 		b.Stamp = time.Now().UnixNano()
@@ -700,13 +702,27 @@ func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64) int64 {
 	return maxT
 }
 
+// buildScaler makes the region's scaler, if it has one.
+func (r *run) buildScaler() error {
+	var err error
+	r.scaler, err = newScaler(r.job.Region, r.job.Log)
+	return err
+}
+
 // startChannel instantiates the region's operators for channel c of n and
 // starts its stage. join, for a channel added by a reconfiguration, is that
 // reconfiguration: the channel adopts its key groups before it starts.
+// With source workers (join.watermark set) the watermark the channel starts
+// at (wm) is known only when channel 0 reaches the change's marker: the
+// channel's goroutine waits for it, then instantiates the operators.
 func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
-	set, err := r.instantiate(r.job.Region.Ops, core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}, r.regionCounters)
-	if err != nil {
-		return err
+	env := core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}
+	var set *instSet
+	if join == nil || join.watermark == nil {
+		var err error
+		if set, err = r.instantiate(r.job.Region.Ops, env, r.regionCounters); err != nil {
+			return err
+		}
 	}
 	r.ringsMu.Lock()
 	for len(r.chanIn) <= c {
@@ -722,6 +738,19 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 		defer r.recoverStage("channel", c)
 		sc.begin()
 		defer sc.end()
+		if set == nil {
+			bi := in.(*blockInput)
+			var err error
+			if bi.prevMax, bi.lastWM, err = join.awaitWatermark(r.ctx); err == nil {
+				env.Watermark = bi.lastWM
+				set, err = r.instantiate(r.job.Region.Ops, env, r.regionCounters)
+			}
+			if err != nil {
+				r.fail(fmt.Errorf("channel %d: %w", c, err))
+				r.cancelRings()
+				return
+			}
+		}
 		defer func() {
 			if err := r.closeSet(set); err != nil {
 				r.fail(fmt.Errorf("channel %d: %w", c, err))

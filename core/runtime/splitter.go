@@ -72,6 +72,18 @@ func (s *splitter) push(c int, b *core.Batch) error {
 	return nil
 }
 
+// use makes the splitter route to rings under table from now on (a change
+// of the channel count; table nil for a stateless region).
+func (s *splitter) use(rings []*ring.SPSC[*core.Batch], table *kvstate.Table) {
+	n := len(rings)
+	s.rings, s.table = rings, table
+	if len(s.parts) != n {
+		s.parts = make([]*core.Batch, n)
+		s.idle = make([]int, n)
+	}
+	s.rr %= n
+}
+
 // route takes ownership of b.
 func (s *splitter) route(b *core.Batch) error {
 	if b.Kind != core.Data {

@@ -88,45 +88,51 @@ func (p *probe) Close() error {
 // while the new channels are being made, an error making them, or a new
 // channel failing on its first batch. For a stateless and a keyed region,
 // Run returns the error, every instance is closed exactly once, and no
-// goroutine is left (TestMain's goleak).
+// goroutine is left (TestMain's goleak). With the single source stage and
+// with 3 source workers.
 func TestTeardownDuringChannelChange(t *testing.T) {
 	recs := genRecords(50_000, 200, 5)
-	for _, keyed := range []bool{false, true} {
-		for _, how := range []string{"cancel", "new fails", "process fails"} {
-			name := fmt.Sprintf("keyed %v, %s", keyed, how)
-			ctx, cancel := context.WithCancel(context.Background())
-			l := &lifecycle{}
-			var onAdd func() error
-			switch how {
-			case "cancel":
-				onAdd = func() error { cancel(); return nil }
-			case "new fails":
-				onAdd = func() error { return errors.New("no room for a channel") }
+	for _, workers := range []int{0, 3} {
+		for _, keyed := range []bool{false, true} {
+			for _, how := range []string{"cancel", "new fails", "process fails"} {
+				name := fmt.Sprintf("%d source workers, keyed %v, %s", workers, keyed, how)
+				ctx, cancel := context.WithCancel(context.Background())
+				l := &lifecycle{}
+				var onAdd func() error
+				switch how {
+				case "cancel":
+					onAdd = func() error { cancel(); return nil }
+				case "new fails":
+					onAdd = func() error { return errors.New("no room for a channel") }
+				}
+				sink := &memSink{}
+				reg := &runtime.Region{Channels: 1, MaxChannels: 4, Ops: []core.OperatorDef{probeDef(l, testSchema, onAdd, how == "process fails")},
+					Schedule: func(b int64) int {
+						if b == 3 {
+							return 4
+						}
+						return 0
+					}}
+				if keyed {
+					reg.Key = []string{"k"}
+				}
+				job := &runtime.Job{Name: "teardown", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(5, 5))}, Region: reg, Sink: sink, RingSize: 4}
+				if workers > 0 {
+					job.Source, job.SourceParallelism = newBlockSource(recs, 5), workers
+				}
+				_, err := runtime.Run(ctx, job)
+				cancel()
+				switch {
+				case err == nil:
+					t.Errorf("%s: the job succeeded", name)
+				case how == "cancel" && !errors.Is(err, runtime.ErrInterrupted):
+					t.Errorf("%s: %v, want interrupted", name, err)
+				}
+				if !sink.aborted || sink.closed {
+					t.Errorf("%s: sink aborted %v, closed %v", name, sink.aborted, sink.closed)
+				}
+				l.check(t, name)
 			}
-			sink := &memSink{}
-			reg := &runtime.Region{Channels: 1, MaxChannels: 4, Ops: []core.OperatorDef{probeDef(l, testSchema, onAdd, how == "process fails")},
-				Schedule: func(b int64) int {
-					if b == 3 {
-						return 4
-					}
-					return 0
-				}}
-			if keyed {
-				reg.Key = []string{"k"}
-			}
-			job := &runtime.Job{Name: "teardown", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(5, 5))}, Region: reg, Sink: sink, RingSize: 4}
-			_, err := runtime.Run(ctx, job)
-			cancel()
-			switch {
-			case err == nil:
-				t.Errorf("%s: the job succeeded", name)
-			case how == "cancel" && !errors.Is(err, runtime.ErrInterrupted):
-				t.Errorf("%s: %v, want interrupted", name, err)
-			}
-			if !sink.aborted || sink.closed {
-				t.Errorf("%s: sink aborted %v, closed %v", name, sink.aborted, sink.closed)
-			}
-			l.check(t, name)
 		}
 	}
 }
@@ -134,12 +140,21 @@ func TestTeardownDuringChannelChange(t *testing.T) {
 // Every instance is closed exactly once on success too, including those of
 // channels that live changes added and removed.
 func TestOperatorsClosedOnceWithChanges(t *testing.T) {
+	for _, workers := range []int{0, 3} {
+		closedOnceWithChanges(t, workers)
+	}
+}
+
+func closedOnceWithChanges(t *testing.T, workers int) {
 	recs := genRecords(30_000, 200, 9)
 	l := &lifecycle{}
 	sink := &memSink{}
 	job := &runtime.Job{Name: "close", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(9, 9))}, Sink: sink, RingSize: 8,
 		Region: &runtime.Region{Channels: 2, MaxChannels: 6, Key: []string{"k"}, Ops: []core.OperatorDef{probeDef(l, testSchema, nil, false)},
 			Schedule: randomSchedule(3, 6)}}
+	if workers > 0 {
+		job.Source, job.SourceParallelism = newBlockSource(recs, 9), workers
+	}
 	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
 		t.Fatal(err)
