@@ -56,7 +56,8 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	crashes, restores := 0, 0
 	for k := 0; ; k++ {
 		// Each run reads with another number of source workers (a job
-		// whose source cannot be split, or with live changes, ignores it).
+		// whose source cannot be split ignores it), also across live
+		// channel changes (the odd seeds of TestKillRestoreExactlyOnce).
 		args := []string{"run", job, "--quiet", "--source-parallelism", fmt.Sprint(1 + rnd.IntN(4))}
 		if hasCheckpoint(ckDir) {
 			args = append(args, "--restore", "latest")
