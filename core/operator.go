@@ -123,6 +123,20 @@ type OperatorDef struct {
 	// Stats, if set, adds operator-specific figures to the final report
 	// (e.g. cache hits); called after the job ends.
 	Stats func() map[string]int64
+	// Partial, for an operator that may run right after a parallel region
+	// (the first post-region operator), makes a channel-local
+	// pre-aggregation: local-global aggregation, as Flink's two-phase
+	// aggregates. The runtime runs one Partial instance at the end of every
+	// channel, so the merger and this operator see only what the partials
+	// keep. The contract: this operator over the merge of the partials'
+	// outputs emits exactly what it emits over the merge of the region's
+	// output; a partial emits a subsequence of its input (the records it
+	// keeps, in order, schema unchanged, at the sequence number of the
+	// record or marker that made it emit, none earlier than its input's),
+	// so the region's Order still orders the merge; and it holds no state
+	// across a watermark, barrier or reconfiguration marker (it is not
+	// checkpointed or migrated). Nil: none.
+	Partial func(env Env) (Operator, error)
 	// State, for an operator whose instances keep state in checkpoints
 	// (Snapshotter), says in words everything that state's meaning and
 	// format depend on: its kind, key, key groups, window and aggregates.

@@ -132,7 +132,7 @@ func (r *run) report(wall time.Duration) *Report {
 	}
 	add("pre", r.job.Pre, pre)
 	if r.job.Region != nil {
-		add("region", r.job.Region.Ops, region)
+		add("region", r.chanOps, region)
 		for c := range int(r.usedChans.Load()) {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
 				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c)})

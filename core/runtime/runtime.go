@@ -49,6 +49,7 @@ type run struct {
 	chanStats         []ChannelStats // one per channel index up to maxChannels
 	regionOut         *core.Schema
 	regionCounters    []*core.Counters
+	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial
 	recordsIn, recOut atomic.Int64
 	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
 	maxChannels       int
@@ -379,7 +380,12 @@ func (r *run) build() error {
 			return err
 		}
 		n := reg.Channels
-		r.regionCounters = newCounters(len(reg.Ops))
+		r.chanOps = reg.Ops
+		if len(job.Post) > 0 && job.Post[0].Partial != nil {
+			p := job.Post[0]
+			r.chanOps = append(slices.Clip(reg.Ops), core.OperatorDef{Name: p.Name + " (partial)", Out: outSchema(splitIn, reg.Ops), New: p.Partial})
+		}
+		r.regionCounters = newCounters(len(r.chanOps))
 		r.maxChannels = max(n, reg.MaxChannels)
 		r.usedChans.Store(int64(n))
 		r.curChans.Store(int64(n))
@@ -720,7 +726,7 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	var set *instSet
 	if join == nil || join.watermark == nil {
 		var err error
-		if set, err = r.instantiate(r.job.Region.Ops, env, r.regionCounters); err != nil {
+		if set, err = r.instantiate(r.chanOps, env, r.regionCounters); err != nil {
 			return err
 		}
 	}
@@ -743,7 +749,7 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 			var err error
 			if bi.prevMax, bi.lastWM, err = join.awaitWatermark(r.ctx); err == nil {
 				env.Watermark = bi.lastWM
-				set, err = r.instantiate(r.job.Region.Ops, env, r.regionCounters)
+				set, err = r.instantiate(r.chanOps, env, r.regionCounters)
 			}
 			if err != nil {
 				r.fail(fmt.Errorf("channel %d: %w", c, err))

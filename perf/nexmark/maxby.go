@@ -28,13 +28,14 @@ func MaxPerWindow(name, end, val string, in *core.Schema) (core.OperatorDef, err
 	if in.Fields[ei].Type != core.Timestamp || in.Fields[vi].Type != core.Int64 {
 		return core.OperatorDef{}, fmt.Errorf("%s: %s must be a timestamp and %s an int64", name, end, val)
 	}
-	return core.OperatorDef{
-		Name: name,
-		Out:  in,
-		New: func(core.Env) (core.Operator, error) {
-			return &maxPerWindow{end: ei, val: vi, w: in.Width(), cur: core.NoTime}, nil
-		},
-	}, nil
+	mk := func(core.Env) (core.Operator, error) {
+		return &maxPerWindow{end: ei, val: vi, w: in.Width(), cur: core.NoTime}, nil
+	}
+	// The partial is the operator itself: the records with a channel's
+	// largest val per window end include every record with the largest
+	// val of all channels, and the merge keeps their (window end, key)
+	// order. It flushes a window end at the watermark that fires it.
+	return core.OperatorDef{Name: name, Out: in, New: mk, Partial: mk}, nil
 }
 
 type maxPerWindow struct {
