@@ -79,7 +79,10 @@ type Batch struct {
 
 	// Control is the runtime's payload of a Reconfig or Barrier marker
 	// (its reconfiguration or checkpoint), opaque to operators: they pass
-	// markers on untouched. Nil on data batches.
+	// markers on untouched. On data batches it is nil whenever an operator
+	// holds the batch; the runtime uses it only on batches between its own
+	// stages (the merger's shared channel batches and the runs it hands to
+	// output workers). Release clears it.
 	Control any
 
 	pooled bool

@@ -183,6 +183,7 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		if err != nil {
 			return nil // canceled: whoever failed said so
 		}
+		fill(b) // the runs the merger listed (gather.go)
 		end := b.Kind == core.End
 		cur = encodedPool.Get().(*encoded)
 		cur.buf, cur.end, cur.records, cur.stamp = cur.buf[:0], end, 0, b.Stamp

@@ -902,7 +902,10 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 	m := order.New[*core.Batch](n, !reg.Unordered, tie)
 	ended := make([]bool, n)
 	buf := make([]*core.Batch, 64)
-	var cur *core.Batch
+	var asm assembler = &copier{schema: r.regionOut, next: post}
+	if r.out != nil {
+		asm = &gatherer{schema: r.regionOut, next: post}
+	}
 	stop := func(err error) {
 		if err != nil {
 			r.fail(err)
@@ -915,16 +918,9 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 				rg.Cancel() // the output workers stop too
 			}
 		}
-		cur.Release()
+		asm.drop()
 	}
-	flushCur := func() error {
-		if cur == nil || cur.Len == 0 {
-			return nil
-		}
-		b := cur
-		cur = nil
-		return post.Push(b)
-	}
+	flushCur := asm.flush
 	ready := func() bool {
 		for c, o := range outs {
 			if o.Len() > 0 || (o.Closed() && !ended[c]) || o.Canceled() {
@@ -970,7 +966,7 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 				b := st.Batch
 				switch {
 				case st.From == st.To:
-					b.Release()
+					asm.done(b) // an empty batch, or the empty end of one
 				case st.From == 0 && st.To == b.Len && st.Done:
 					if err = flushCur(); err == nil {
 						err = post.Push(b)
@@ -978,22 +974,9 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 						b.Release()
 					}
 				default:
-					for i := st.From; i < st.To && err == nil; {
-						if cur == nil {
-							cur = core.NewBatch(r.regionOut)
-						}
-						j := min(st.To, i+core.BatchSize-cur.Len)
-						cur.AppendRange(b, i, j)
-						if cur.Stamp == 0 || (b.Stamp != 0 && b.Stamp < cur.Stamp) {
-							cur.Stamp = b.Stamp
-						}
-						i = j
-						if cur.Full() {
-							err = flushCur()
-						}
-					}
+					err = asm.add(b, st.From, st.To)
 					if st.Done {
-						b.Release()
+						asm.done(b)
 					}
 				}
 			case order.Marker:
