@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -178,6 +179,13 @@ type exchange struct {
 	lettersMu sync.Mutex
 	nextBlock int              // the next block whose dead letters are written
 	letters   map[int][][]byte // finished blocks' dead letters, waiting for their turn
+	// A block whose read fails (a bad record under on_error: fail, a
+	// pre-region operator's error) fails the job only when every block
+	// before it was read without failing: the error is the one reader's,
+	// the first in input order, whatever M. failBlock is the smallest
+	// failed block (-1: none); turn is broadcast as nextBlock moves.
+	failBlock int
+	turn      *sync.Cond // on lettersMu
 }
 
 // routing is how the workers route from a block on: the channel count,
@@ -227,7 +235,8 @@ func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU())
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	n := reg.Channels
-	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, letters: map[int][][]byte{}}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, letters: map[int][][]byte{}, failBlock: -1}
+	x.turn = sync.NewCond(&x.lettersMu)
 	first := &routing{block: r.startBlock}
 	for w := range m {
 		rings := make([]*ring.SPSC[*core.Batch], n)
@@ -438,6 +447,7 @@ func (r *run) blockLetters(b int, lines [][]byte) error {
 	x.lettersMu.Lock()
 	defer x.lettersMu.Unlock()
 	x.letters[b] = lines
+	defer x.turn.Broadcast()
 	for {
 		l, ok := x.letters[x.nextBlock]
 		if !ok {
@@ -449,6 +459,41 @@ func (r *run) blockLetters(b int, lines [][]byte) error {
 			return err
 		}
 	}
+}
+
+// blockFailed is what worker reading block b does when the read fails with
+// err: wait until every block before b is read (their dead letters
+// written) or an earlier block failed too, and say whether err is the
+// job's error (b is the first failed block). A cancelled run does not
+// wait.
+func (r *run) blockFailed(b int, err error) bool {
+	x := r.x
+	x.lettersMu.Lock()
+	defer x.lettersMu.Unlock()
+	if x.failBlock < 0 || b < x.failBlock {
+		x.failBlock = b
+	}
+	stop := context.AfterFunc(r.ctx, func() {
+		x.lettersMu.Lock()
+		x.turn.Broadcast()
+		x.lettersMu.Unlock()
+	})
+	defer stop()
+	for x.nextBlock < b && x.failBlock == b && r.ctx.Err() == nil {
+		x.turn.Wait()
+	}
+	first := x.failBlock == b && r.ctx.Err() == nil
+	x.turn.Broadcast()
+	return first
+}
+
+// failedBefore says whether a block before b has failed: a worker stops
+// instead of reading b.
+func (r *run) failedBefore(b int) bool {
+	x := r.x
+	x.lettersMu.Lock()
+	defer x.lettersMu.Unlock()
+	return x.failBlock >= 0 && x.failBlock < b
 }
 
 // recordsBefore is the input position (records read) at the start of
@@ -509,12 +554,18 @@ func (r *run) sourceWorker(w, m int) {
 	}
 	err := r.ctx.Err()
 	for b := firstBlock(r.startBlock, w, m); b < r.x.blocks() && err == nil; b += m {
+		if r.failedBefore(b) {
+			return // the worker of that block fails the job
+		}
 		if err = r.beginBlock(w, b); err != nil {
 			break
 		}
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
 		if err = r.x.src.ReadBlock(r.ctx, b, r.x.errs[w], emit); err != nil {
+			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) && !r.blockFailed(b, err) {
+				return // an earlier block failed, or the run stopped
+			}
 			break
 		}
 		// Before the block-end markers: once a channel has seen every

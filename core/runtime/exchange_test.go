@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/core/runtime"
@@ -297,6 +298,53 @@ func TestExchangeDeadLettersInOrder(t *testing.T) {
 			t.Fatalf("%d workers, %d channels: dead-letter file differs (%d vs %d bytes), %d dead letters, %d out", mn[0], mn[1], len(got), len(want), rep.DeadLetters, rep.RecordsOut)
 		}
 	}
+}
+
+// Under on_error: fail the job's error names the first malformed record
+// in input order, as the single source stage's does, for any source
+// parallelism: a worker that meets one waits until every block before its
+// own was read without one. Later blocks are slow to read first, so that
+// their workers meet their bad records before the first one is reached.
+func TestExchangeFailNamesFirstBadRecord(t *testing.T) {
+	recs := genRecords(40_000, 100, 12)
+	run := func(m int) error {
+		src := newBlockSource(recs, 3)
+		src.every = 4999
+		job, _ := exchangeJob(t, src, m, 2, 60e9, 0, "")
+		errs, err := core.NewErrorPolicy(core.Fail, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Errors, src.errs = errs, errs
+		var read core.Source = src
+		if m > 0 {
+			read = &slowFirst{blockSource: src}
+		}
+		job.Source = read
+		_, err = runtime.Run(context.Background(), job)
+		return err
+	}
+	want := run(-1)
+	var re *core.RecordError
+	if !errors.As(want, &re) || re.Pos != 4999 {
+		t.Fatalf("reference: %v", want)
+	}
+	for _, m := range []int{2, 3, 8} {
+		if got := run(m); got == nil || got.Error() != want.Error() {
+			t.Fatalf("%d workers: %v, want %v", m, got, want)
+		}
+	}
+}
+
+// slowFirst delays the reads of the blocks before the first malformed
+// record (record 4999).
+type slowFirst struct{ *blockSource }
+
+func (s *slowFirst) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
+	if s.BlockStart(b) < 4999 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.blockSource.ReadBlock(ctx, b, errs, emit)
 }
 
 // crashBlocks fails the read of block crashAt with errCrash: a crash of a
