@@ -79,9 +79,11 @@ type ErrorPolicy struct {
 	dirty bool // written since the last fsync (mu)
 
 	// parent, for a Deferred policy: the policy that counts its records
-	// and writes its dead letters; held are the lines not written yet.
-	parent *ErrorPolicy
-	held   [][]byte
+	// and writes its dead letters; held are the lines not written yet,
+	// heldPos their records' input positions.
+	parent  *ErrorPolicy
+	held    [][]byte
+	heldPos []int64
 }
 
 // Deferred returns a policy of p's mode for one goroutine whose dead
@@ -99,8 +101,19 @@ func (p *ErrorPolicy) Deferred() *ErrorPolicy {
 // forgets them. The caller owns the slice.
 func (p *ErrorPolicy) TakeDeferred() [][]byte {
 	h := p.held
-	p.held = nil
+	p.held, p.heldPos = nil, p.heldPos[:0]
 	return h
+}
+
+// Held says how many dead letters a Deferred policy holds.
+func (p *ErrorPolicy) Held() int { return len(p.held) }
+
+// TakeDeferredPos is TakeDeferred with each line's input position
+// (pos[i] is lines[i]'s record's; 0 if unknown). The caller owns both.
+func (p *ErrorPolicy) TakeDeferredPos() (lines [][]byte, pos []int64) {
+	lines, pos = p.held, p.heldPos
+	p.held, p.heldPos = nil, nil
+	return lines, pos
 }
 
 // WriteDeferred appends lines taken from a Deferred policy of p to the
@@ -195,6 +208,7 @@ func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 	line = append(line, '\n')
 	if p.parent != nil {
 		p.held = append(p.held, line)
+		p.heldPos = append(p.heldPos, pos)
 		return nil
 	}
 	return p.writeLine(line)

@@ -49,6 +49,7 @@ type run struct {
 	chanStats         []ChannelStats // one per channel index up to maxChannels
 	regionOut         *core.Schema
 	regionCounters    []*core.Counters
+	letters           letterQueue        // the channels' dead letters, for the merger (letters.go)
 	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial
 	recordsIn, recOut atomic.Int64
 	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
@@ -331,6 +332,7 @@ func (r *run) build() error {
 	r.procCPU0 = sched.ProcessCPU()
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	r.preCounters, r.postCounters = newCounters(len(job.Pre)), newCounters(len(job.Post))
+	r.letters.errs = job.Errors
 	var err error
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
@@ -722,7 +724,8 @@ func (r *run) buildScaler() error {
 // at (wm) is known only when channel 0 reaches the change's marker: the
 // channel's goroutine waits for it, then instantiates the operators.
 func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm int64, join *reconf) error {
-	env := core.Env{Channel: c, Channels: n, Errors: r.job.Errors, Watermark: wm, Rescaled: join != nil || r.restore != nil}
+	errs := r.job.Errors.Deferred() // handed to the merger in order (letters.go)
+	env := core.Env{Channel: c, Channels: n, Errors: errs, Watermark: wm, Rescaled: join != nil || r.restore != nil}
 	var set *instSet
 	if join == nil || join.watermark == nil {
 		var err error
@@ -762,19 +765,22 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 				r.fail(fmt.Errorf("channel %d: %w", c, err))
 			}
 		}()
-		r.channel(c, in, out, set.insts, join, sc)
+		r.channel(c, in, out, set.insts, join, sc, errs)
 	})
 	return nil
 }
 
 // channel runs channel c of the region: pop, process through the fused
-// region operators, push to the merger's ring.
-func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []instance, join *reconf, sc *stageCPU) {
+// region operators, push to the merger's ring. Its operators' dead letters
+// (errs, a Deferred policy) are handed to the merger before anything the
+// channel sends after them.
+func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []instance, join *reconf, sc *stageCPU, errs *core.ErrorPolicy) {
 	stats := &r.chanStats[c]
 	var pending *core.Batch
-	var progress uint64
+	var progress, cur uint64 // cur: the last sequence number of the batch being processed
 	idle := 0
 	send := func(b *core.Batch) error {
+		r.letters.add(errs, max(progress, cur))
 		b.Channel = c
 		if _, err := sc.push(out, b); err != nil {
 			b.Release()
@@ -837,6 +843,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			return // closed without End: the source failed and said so
 		}
 		kind, last, n := b.Kind, b.LastSeq(), b.Len
+		cur = last
 		var retire bool
 		if kind == core.Reconfig {
 			if err := r.migrate(c, reconfOf(b), insts, sc); err != nil {
@@ -961,6 +968,20 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 				break
 			}
 			var err error
+			// The channels' dead letters up to here (letters.go).
+			switch done := uint64(0); {
+			case reg.Unordered || (st.Kind == order.Marker && st.Markers[0].Kind == core.End):
+				err = r.letters.flush(^uint64(0))
+			case st.Kind == order.Marker:
+				err = r.letters.flush(st.Markers[0].MarkSeq)
+			case st.To > st.From:
+				done = st.Batch.Seq[st.To-1]
+				err = r.letters.flush(done)
+			}
+			if err != nil {
+				stop(err)
+				return
+			}
 			switch st.Kind {
 			case order.Run:
 				b := st.Batch
