@@ -38,8 +38,8 @@ type letterQueue struct {
 	mu      sync.Mutex
 	in      []letter // handed over, not yet taken by the merger (mu)
 	waiting atomic.Int32
-	arrived uint64      // mu
-	ready   letterHeap  // merger only
+	arrived uint64     // mu
+	ready   letterHeap // merger only
 	errs    *core.ErrorPolicy
 }
 
