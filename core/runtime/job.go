@@ -32,10 +32,10 @@ type Job struct {
 	// OutputParallelism is how many output workers run the post-region
 	// operators and encode for an encoding sink (core.EncodingSink) while
 	// the merger only merges (output.go): > 0 that many, 0 as the cores
-	// allow (none on a small machine), < 0 none. Jobs with checkpoints keep
-	// the post-region operators on the merger stage. The
-	// output does not depend on it. Post-region operators must be
-	// stateless per record.
+	// allow (none on a small machine), < 0 none. With checkpoints the
+	// barriers go through the workers in their place in the order and the
+	// writer takes the sink's checkpoint step. The output does not depend
+	// on it. Post-region operators must be stateless per record.
 	OutputParallelism int
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int

@@ -25,17 +25,30 @@ import (
 // instances finish), one per worker in round-robin order, and the writer
 // stops at the first End item after consuming the others.
 //
-// Jobs with checkpoints (barriers must reach an exactly-once sink in order
-// with the data) or a sink that cannot encode apart keep the post-region
-// operators on the merger stage. Job.OnSink is called by the writer, with
-// a batch that holds only Len and Stamp (its records were encoded).
+// Checkpoint barriers take their place in the same round-robin sequence:
+// the merger hands barrier n, like a data batch, to the next worker, which
+// passes it through its post-region chain and makes it an item of its own
+// (a marker item, no bytes). The writer therefore meets the barrier after
+// the items of every batch the merger released before it and before any
+// released after it, and does there what the merger stage does without
+// workers (sinkCheckpoint): dead letters synced, EpochSink.Barrier (the
+// epoch's part flushed and fsynced), the manifest taken, the checkpoint
+// acknowledged. The checkpoint records exactly the bytes written before the
+// barrier, whatever K. The writer is the sink's goroutine: it also commits
+// epochs the coordinator completed (EpochSink.Commit) as its items pass.
+//
+// A sink that cannot encode apart keeps the post-region operators on the
+// merger stage. Job.OnSink is called by the writer, with a batch that
+// holds only Len and Stamp (its records were encoded).
 
-// encoded is an output worker's item: the bytes of one merger batch.
+// encoded is an output worker's item: the bytes of one merger batch, or a
+// marker the writer acts on in its place in the order.
 type encoded struct {
 	buf     []byte
 	end     bool
-	records int   // records encoded in buf
-	stamp   int64 // the merger batch's Stamp
+	mark    *core.Batch // a Barrier marker (owned by the item), else nil
+	records int         // records encoded in buf
+	stamp   int64       // the merger batch's Stamp
 }
 
 var encodedPool = sync.Pool{New: func() any { return &encoded{buf: make([]byte, 0, 64<<10)} }}
@@ -60,7 +73,7 @@ type output struct {
 // writer and one to spare; at least 2, or none), < 0 asks for none.
 func outputWorkers(job *Job, sources, cores int) int {
 	_, ok := job.Sink.(core.EncodingSink)
-	if !ok || job.Region == nil || job.Checkpoint != nil || job.OutputParallelism < 0 {
+	if !ok || job.Region == nil || job.OutputParallelism < 0 {
 		return 0
 	}
 	if k := job.OutputParallelism; k > 0 {
@@ -100,13 +113,13 @@ func (r *run) buildOutput(k int) error {
 }
 
 // Push is what the merger hands its output to (in place of the post-region
-// chain): data batches round-robin to the workers, End to every worker;
-// other markers matter only to operators that keep state, which the
-// post-region ones do not. It takes ownership of b. Merger only.
+// chain): data batches and barriers round-robin to the workers, End to
+// every worker; other markers matter only to operators that keep state,
+// which the post-region ones do not. It takes ownership of b. Merger only.
 func (o *output) Push(b *core.Batch) error {
 	sc := o.mergerCPU
 	switch b.Kind {
-	case core.Data:
+	case core.Data, core.Barrier:
 		w := o.next
 		o.next = (o.next + 1) % len(o.in)
 		if _, err := sc.push(o.in[w], b); err != nil {
@@ -170,10 +183,14 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 	enc := o.sink.NewEncoder()
 	var cur *encoded
 	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
-		if b.Kind == core.Data {
+		switch b.Kind {
+		case core.Data:
 			r.recOut.Add(int64(b.Len))
 			cur.records += b.Len
 			cur.buf = enc.Encode(cur.buf, b)
+		case core.Barrier:
+			cur.mark = b // the writer acts on it and releases it
+			return nil
 		}
 		b.Release()
 		return nil
@@ -185,13 +202,13 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		}
 		end := b.Kind == core.End
 		cur = encodedPool.Get().(*encoded)
-		cur.buf, cur.end, cur.records, cur.stamp = cur.buf[:0], end, 0, b.Stamp
+		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
 		if err := chain.Push(b); err != nil {
-			encodedPool.Put(cur)
+			cur.release()
 			return err
 		}
 		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
-			encodedPool.Put(cur)
+			cur.release()
 			return nil
 		}
 		if end {
@@ -200,8 +217,18 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 	}
 }
 
+// release returns it to the pool, releasing a marker it still holds.
+func (it *encoded) release() {
+	if it.mark != nil {
+		it.mark.Release()
+		it.mark = nil
+	}
+	encodedPool.Put(it)
+}
+
 // writer is the last stage: item i from worker i mod K, in the merger's
-// order, written by the sink.
+// order, written by the sink; at a barrier item, the sink's checkpoint
+// step.
 func (r *run) writer(sc *stageCPU) error {
 	o := r.out
 	k := len(o.out)
@@ -213,27 +240,45 @@ func (r *run) writer(sc *stageCPU) error {
 		}
 		if it.end {
 			// Every worker got an End, one after another: take the rest.
-			encodedPool.Put(it)
+			it.release()
 			for j := 1; j < k; j++ {
 				if it, err = popEncoded(sc, o.out[(i+j)%k]); err != nil {
 					return nil
 				}
-				encodedPool.Put(it)
+				it.release()
 			}
 			return nil
 		}
-		if hook := r.job.OnSink; hook != nil && it.records > 0 {
-			shell.Len, shell.Stamp = it.records, it.stamp
-			hook(shell)
+		if err := r.writeItem(it, shell); err != nil {
+			it.release()
+			return err
 		}
-		if len(it.buf) > 0 {
-			if err := o.sink.WriteEncoded(it.buf); err != nil {
-				encodedPool.Put(it)
-				return err
-			}
-		}
-		encodedPool.Put(it)
+		it.release()
 	}
+}
+
+// writeItem hands one item to the sink (writer only): the checkpoint step
+// first (an epoch completed since is committed; at a barrier item the
+// epoch's output is made durable and acknowledged), then its bytes.
+func (r *run) writeItem(it *encoded, shell *core.Batch) error {
+	if r.ck != nil {
+		b := it.mark
+		if b == nil {
+			shell.Len, shell.Stamp = it.records, it.stamp
+			b = shell
+		}
+		if err := r.sinkCheckpoint(b); err != nil {
+			return err
+		}
+	}
+	if hook := r.job.OnSink; hook != nil && it.records > 0 {
+		shell.Len, shell.Stamp = it.records, it.stamp
+		hook(shell)
+	}
+	if len(it.buf) == 0 {
+		return nil
+	}
+	return r.out.sink.WriteEncoded(it.buf)
 }
 
 // pushEncoded is sc.push for the workers' rings to the writer.
