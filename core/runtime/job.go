@@ -118,6 +118,9 @@ func (j *Job) validate() error {
 	if j.Sink == nil {
 		return fmt.Errorf("job %q: no sink", j.Name)
 	}
+	if _, ok := j.Sink.(core.PartSink); ok && j.Checkpoint != nil {
+		return fmt.Errorf("job %q: a sink of parts cannot be checkpointed yet (exactly-once output is built for one file)", j.Name)
+	}
 	if j.Region != nil && j.Region.Channels < 1 {
 		return fmt.Errorf("job %q: a region needs at least 1 channel, not %d", j.Name, j.Region.Channels)
 	}

@@ -53,9 +53,31 @@ type encoded struct {
 
 var encodedPool = sync.Pool{New: func() any { return &encoded{buf: make([]byte, 0, 64<<10)} }}
 
+// Parts (core.PartSink, the job file's `parts: N`): the workers are the
+// parts, and there is no writer. Records are numbered in the merger's
+// output order (before the post-region operators) and cut into chunks of
+// PartChunk records; chunk c goes to worker c mod N, which runs its
+// post-region instances and writes what they emit to part c mod N itself.
+// The merger (or, without a region, the source stage) cuts a batch that
+// straddles a chunk boundary in two, copying the records after the
+// boundary. The merger's order is independent of the channel count, the
+// source parallelism and timing, and a record's chunk depends only on its
+// place in that order, so each part's content is too; batch boundaries
+// would not do (the merger forwards the channels' batches whole and
+// flushes a partial one whenever its input runs dry).
+
+// PartChunk is the number of consecutive records, in the merger's output
+// order, that go to the same part of a parts sink: records
+// [c·PartChunk, (c+1)·PartChunk) go to part c mod N.
+const PartChunk = 8192
+
 // output is the output side of a run with K workers.
 type output struct {
-	sink  core.EncodingSink
+	sink  core.EncodingSink // nil for parts
+	parts core.PartSink     // nil but for parts
+	// chunkLeft is how many more records the current chunk takes (parts;
+	// merger only).
+	chunkLeft int
 	in    []*ring.SPSC[*core.Batch] // merger → worker k
 	out   []*ring.SPSC[*encoded]    // worker k → writer
 	posts []*instSet
@@ -71,7 +93,13 @@ type output struct {
 // Job.OutputParallelism > 0 asks for that many, 0 lets the cores decide
 // (those left beside the source workers, the channels, the merger, the
 // writer and one to spare; at least 2, or none), < 0 asks for none.
+//
+// A parts sink (core.PartSink) has one worker per part, with or without a
+// region.
 func outputWorkers(job *Job, sources, cores int) int {
+	if ps, ok := job.Sink.(core.PartSink); ok {
+		return ps.Parts()
+	}
 	_, ok := job.Sink.(core.EncodingSink)
 	if !ok || job.Region == nil || job.OutputParallelism < 0 {
 		return 0
@@ -89,24 +117,29 @@ func outputWorkers(job *Job, sources, cores int) int {
 // buildOutput makes the workers' rings and post-region instances. The
 // sink must be open (NewEncoder).
 func (r *run) buildOutput(k int) error {
-	o := &output{sink: r.job.Sink.(core.EncodingSink)}
+	o := &output{chunkLeft: PartChunk}
+	o.sink, _ = r.job.Sink.(core.EncodingSink)
+	o.parts, _ = r.job.Sink.(core.PartSink)
 	for w := range k {
 		in, err := r.newRing()
 		if err != nil {
 			return err
 		}
-		out, err := ring.New[*encoded](r.job.RingSize)
-		if err != nil {
-			return err
+		if o.parts == nil {
+			out, err := ring.New[*encoded](r.job.RingSize)
+			if err != nil {
+				return err
+			}
+			r.register(out)
+			o.out = append(o.out, out)
 		}
-		r.register(out)
 		post, err := r.instantiate(r.job.Post, core.Env{Channel: w, Channels: k, Errors: r.job.Errors}, r.postCounters)
 		if err != nil {
 			return err
 		}
 		sc := r.newStageCPU("output", w)
 		sc.replicated = true
-		o.in, o.out, o.posts, o.cpus = append(o.in, in), append(o.out, out), append(o.posts, post), append(o.cpus, sc)
+		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
 	}
 	r.out = o
 	return nil
@@ -115,11 +148,16 @@ func (r *run) buildOutput(k int) error {
 // Push is what the merger hands its output to (in place of the post-region
 // chain): data batches and barriers round-robin to the workers, End to
 // every worker; other markers matter only to operators that keep state,
-// which the post-region ones do not. It takes ownership of b. Merger only.
+// which the post-region ones do not. For parts, data goes by chunks
+// (PartChunk). It takes ownership of b. Merger only (or the source stage,
+// for parts without a region).
 func (o *output) Push(b *core.Batch) error {
 	sc := o.mergerCPU
 	switch b.Kind {
 	case core.Data, core.Barrier:
+		if o.parts != nil && b.Kind == core.Data {
+			return o.pushChunks(b)
+		}
 		w := o.next
 		o.next = (o.next + 1) % len(o.in)
 		if _, err := sc.push(o.in[w], b); err != nil {
@@ -144,7 +182,34 @@ func (o *output) Push(b *core.Batch) error {
 	return nil
 }
 
-// launchOutput starts the workers and the writer.
+// pushChunks hands b's records to the part workers by chunk: the records
+// left in the current chunk to its worker, the rest (cut off into a new
+// batch) to the next chunk's. It takes ownership of b.
+func (o *output) pushChunks(b *core.Batch) error {
+	for b != nil {
+		var rest *core.Batch
+		if b.Len > o.chunkLeft {
+			rest = core.NewBatch(b.Schema)
+			rest.AppendRange(b, o.chunkLeft, b.Len)
+			rest.Stamp = b.Stamp
+			b.Truncate(o.chunkLeft)
+		}
+		o.chunkLeft -= b.Len
+		w := o.next
+		if o.chunkLeft == 0 {
+			o.next, o.chunkLeft = (o.next+1)%len(o.in), PartChunk
+		}
+		if _, err := o.mergerCPU.push(o.in[w], b); err != nil {
+			b.Release()
+			rest.Release()
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// launchOutput starts the workers and the writer (none for parts).
 func (r *run) launchOutput() {
 	o := r.out
 	for w := range o.in {
@@ -160,6 +225,9 @@ func (r *run) launchOutput() {
 				r.cancelRings()
 			}
 		})
+	}
+	if o.parts != nil {
+		return
 	}
 	wcpu := r.newStageCPU("writer", 0)
 	r.wg.Add(1)
@@ -180,6 +248,9 @@ func (r *run) launchOutput() {
 // writer.
 func (r *run) outputWorker(w int, sc *stageCPU) error {
 	o := r.out
+	if o.parts != nil {
+		return r.partWorker(w, sc)
+	}
 	enc := o.sink.NewEncoder()
 	var cur *encoded
 	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
@@ -210,6 +281,39 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
 			cur.release()
 			return nil
+		}
+		if end {
+			return nil
+		}
+	}
+}
+
+// partWorker runs the worker of part w: each batch from the merger goes
+// through the post-region operators to the part's writer. Job.OnSink is
+// called here, by every part's worker, concurrently.
+func (r *run) partWorker(w int, sc *stageCPU) error {
+	o := r.out
+	part := o.parts.Part(w)
+	hook := r.job.OnSink
+	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
+		defer b.Release()
+		if b.Kind != core.Data {
+			return nil
+		}
+		r.recOut.Add(int64(b.Len))
+		if hook != nil {
+			hook(b)
+		}
+		return part.Write(b)
+	})
+	for {
+		b, err := sc.pop(o.in[w])
+		if err != nil {
+			return nil // canceled: whoever failed said so
+		}
+		end := b.Kind == core.End
+		if err := chain.Push(b); err != nil {
+			return err
 		}
 		if end {
 			return nil
