@@ -78,10 +78,10 @@ type output struct {
 	// chunkLeft is how many more records the current chunk takes (parts;
 	// merger only).
 	chunkLeft int
-	in    []*ring.SPSC[*core.Batch] // merger → worker k
-	out   []*ring.SPSC[*encoded]    // worker k → writer
-	posts []*instSet
-	cpus  []*stageCPU
+	in        []*ring.SPSC[*core.Batch] // merger → worker k
+	out       []*ring.SPSC[*encoded]    // worker k → writer
+	posts     []*instSet
+	cpus      []*stageCPU
 	// next is the worker that gets the merger's next batch, mergerCPU the
 	// merger's CPU account (merger only).
 	next      int
