@@ -114,6 +114,7 @@ func (s *partsSink) Open(schema *core.Schema) error {
 		part := &textSink{kind: s.kind, name: path, path: path, newFormat: s.newFormat}
 		s.parts = append(s.parts, part)
 		if err := part.Open(schema); err != nil {
+			s.discard()
 			return s.fail(err)
 		}
 	}
