@@ -35,7 +35,8 @@ type Job struct {
 	// allow (none on a small machine), < 0 none. With checkpoints the
 	// barriers go through the workers in their place in the order and the
 	// writer takes the sink's checkpoint step. The output does not depend
-	// on it. Post-region operators must be stateless per record.
+	// on it. Post-region operators must be stateless per record. A sink of
+	// parts (core.PartSink) has one worker per part, whatever this says.
 	OutputParallelism int
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int
@@ -52,7 +53,8 @@ type Job struct {
 	// before the sink writes it (latency measurement: Batch.Stamp). It
 	// borrows the batch. With output workers (OutputParallelism) the
 	// writer calls it, once per encoded batch, with a batch that holds
-	// only Len and Stamp.
+	// only Len and Stamp; with a sink of parts every part's worker calls
+	// it, concurrently.
 	OnSink func(*core.Batch)
 }
 
