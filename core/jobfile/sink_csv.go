@@ -14,7 +14,9 @@ type CSVSinkSpec struct {
 	Delimiter string `yaml:"delimiter"`
 	// Parts, if set, makes path a directory of that many part files
 	// (sink.CSVParts), each with the header.
-	Parts *int `yaml:"parts"`
+	// (omitempty: the checkpoint description of a sink without parts
+	// stays what it was before the option existed.)
+	Parts *int `yaml:"parts,omitempty"`
 }
 
 // csv: {path, header, delimiter, parts} writes a CSV file (sink.CSV) or a

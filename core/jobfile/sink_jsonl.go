@@ -12,7 +12,9 @@ type JSONLSinkSpec struct {
 	Path string `yaml:"path"`
 	// Parts, if set, makes path a directory of that many part files
 	// (sink.JSONLParts).
-	Parts *int `yaml:"parts"`
+	// (omitempty: the checkpoint description of a sink without parts
+	// stays what it was before the option existed.)
+	Parts *int `yaml:"parts,omitempty"`
 }
 
 // jsonl: {path, parts} writes a JSON lines file (sink.JSONL) or a
