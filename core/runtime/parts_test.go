@@ -73,7 +73,7 @@ func fromChunks(t *testing.T, parts [][]byte) (header string, rows []string) {
 // follows the same rule.
 func TestPartsIndependentOfChannelsAndWorkers(t *testing.T) {
 	dir := t.TempDir()
-	recs := outOfOrder(60_000, 300, 8)
+	recs := outOfOrder(36_000, 300, 8) // 32 K rows out: 4 chunks
 	job := func(m, n, parts int, post bool, path string) *runtime.Job {
 		j := outputJob(t, filepath.Join(dir, "unused.csv"), m, n, 0)
 		j.Source = newBlockSource(recs, 4)
