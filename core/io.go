@@ -102,6 +102,28 @@ type EncodingSink interface {
 	WriteEncoded(p []byte) error
 }
 
+// PartSink is a sink whose output is Parts() files written side by side,
+// part p by one goroutine through Part(p), with no serial step after the
+// merge. Which records a part gets is the runtime's rule, not the sink's
+// (docs/ARCHITECTURE.md, "Parts"); the sink only keeps each part's records
+// in the order they are written. The runtime never calls Write on it.
+// Open, Close and Abort cover every part.
+type PartSink interface {
+	Sink
+	// Parts is the number of parts (≥ 1), constant for the sink's life.
+	Parts() int
+	// Part returns part p's writer (0 ≤ p < Parts()). Call it after Open;
+	// each writer is used by one goroutine at a time, and several run at
+	// once. Its Write borrows the batch, ignores markers, and returns
+	// write errors as Sink.Write does.
+	Part(p int) PartWriter
+}
+
+// PartWriter writes the records of one part of a PartSink.
+type PartWriter interface {
+	Write(b *Batch) error
+}
+
 // Encoder turns data batches into the bytes of an EncodingSink's format.
 type Encoder interface {
 	// Encode appends the encoding of every record of b to dst and returns

@@ -339,7 +339,7 @@ func (s *Store) Clear() error {
 		return err
 	}
 	for _, id := range ids {
-		if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(id))); err != nil {
+		if err := s.remove(id); err != nil {
 			return fmt.Errorf("remove %s: %w", Name(id), err)
 		}
 	}
@@ -356,7 +356,7 @@ func (s *Store) DiscardAfter(id uint64) error {
 	}
 	for _, n := range ids {
 		if n > id {
-			if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(n))); err != nil {
+			if err := s.remove(n); err != nil {
 				return fmt.Errorf("remove %s: %w", Name(n), err)
 			}
 		}
@@ -377,11 +377,26 @@ func (s *Store) retire() error {
 		return err
 	}
 	for _, id := range ids[min(len(ids), s.retain):] {
-		if err := s.fs.RemoveAll(filepath.Join(s.dir, Name(id))); err != nil {
+		if err := s.remove(id); err != nil {
 			return fmt.Errorf("retention: remove %s: %w", Name(id), err)
 		}
 	}
 	return nil
+}
+
+// remove deletes checkpoint id so that a crash at any moment leaves it
+// whole or gone: it is first renamed to a temporary name (which List and
+// Latest ignore and Open removes), then its files are deleted. Deleting
+// in place could leave, after a kill, a checkpoint whose metadata names
+// files already deleted: invalid, and if it was the only one, a run that
+// cannot be resumed.
+func (s *Store) remove(id uint64) error {
+	dir := filepath.Join(s.dir, Name(id))
+	gone := filepath.Join(s.dir, tmpPrefix+strconv.FormatUint(id, 10)+"-removed")
+	if err := s.fs.Rename(dir, gone); err != nil {
+		return err
+	}
+	return s.fs.RemoveAll(gone)
 }
 
 // ids lists complete checkpoint ids, newest first.

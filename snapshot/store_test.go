@@ -323,3 +323,47 @@ func TestOpenLocked(t *testing.T) {
 		t.Fatalf("the stray temporary checkpoint survived a locked Open: %v", err)
 	}
 }
+
+// killFS deletes one file of a directory and then fails, as a process
+// killed in the middle of deleting a checkpoint would leave it.
+type killFS struct{ OS }
+
+func (killFS) RemoveAll(p string) error {
+	entries, _ := os.ReadDir(p)
+	for _, e := range entries {
+		if e.Name() != MetadataFile {
+			os.Remove(filepath.Join(p, e.Name()))
+			break
+		}
+	}
+	return errors.New("killed")
+}
+
+// A checkpoint being deleted (Clear at a job's end, retention,
+// DiscardAfter) is whole or gone whenever the process dies: it is renamed
+// away before its files go, so a kill midway leaves no checkpoint whose
+// metadata names missing files; the next Open removes what is left.
+func TestRemoveIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir, 5, nil)
+	for id := uint64(1); id <= 2; id++ {
+		write(t, s, id, map[string]string{"a": "x", "b": "y"})
+	}
+	killed := &Store{dir: dir, fs: killFS{}, retain: 5}
+	if err := killed.Clear(); err == nil {
+		t.Fatal("Clear on a killed file system succeeded")
+	}
+	c, skipped, err := s.Latest()
+	if err != nil || len(skipped) != 0 || c.Meta.ID != 1 {
+		t.Fatalf("after a kill while clearing: checkpoint %v, skipped %v, %v", c, skipped, err)
+	}
+	if _, err := Open(dir, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			t.Fatalf("%s left after Open", e.Name())
+		}
+	}
+}

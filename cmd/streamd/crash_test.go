@@ -51,6 +51,7 @@ func child(t *testing.T, args ...string) *exec.Cmd {
 func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.Duration) ([]byte, time.Duration, int) {
 	t.Helper()
 	rnd := rand.New(rand.NewPCG(seed, 31))
+	wrnd := rand.New(rand.NewPCG(seed, 37)) // output workers, apart from the kill schedule
 	ckDir := filepath.Join(filepath.Dir(job), "ck")
 	start := time.Now()
 	crashes, restores := 0, 0
@@ -59,6 +60,11 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 		// whose source cannot be split ignores it), also across live
 		// channel changes (the odd seeds of TestKillRestoreExactlyOnce).
 		args := []string{"run", job, "--quiet", "--source-parallelism", fmt.Sprint(1 + rnd.IntN(4))}
+		// And with 0 to 3 output workers: the checkpoint barriers pass
+		// through them to the writer.
+		if k := wrnd.IntN(4); k > 0 {
+			args = append(args, "--output-workers", fmt.Sprint(k))
+		}
 		if hasCheckpoint(ckDir) {
 			args = append(args, "--restore", "latest")
 			restores++
@@ -109,8 +115,8 @@ func hasCheckpoint(dir string) bool {
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
 // replayed): the flights job and a generator job over 1 M keys, each killed
-// several times, restored at random channel counts and source
-// parallelisms; the final output equals
+// several times, restored at random channel counts, source parallelisms
+// and numbers of output workers; the final output equals
 // an uncrashed run's byte for byte. The fast tier runs 3 schedules per job
 // on a slice of the flights (flightsFile) and 200 K generated records; the
 // long tier 10 on the 3 M flights and 600 K records. Longer crash loops:

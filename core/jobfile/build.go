@@ -403,14 +403,24 @@ func (m mkdirEncodingSink) WriteEncoded(p []byte) error {
 	return m.Sink.(core.EncodingSink).WriteEncoded(p)
 }
 
-// withMkdir wraps s in a mkdirSink that keeps s's ability to encode apart.
+// withMkdir wraps s in a mkdirSink that keeps s's ability to encode apart
+// or to be written by parts.
 func withMkdir(s core.Sink, dir, what string) core.Sink {
 	m := mkdirSink{s, dir, what}
+	if _, ok := s.(core.PartSink); ok {
+		return mkdirPartSink{m}
+	}
 	if _, ok := s.(core.EncodingSink); ok {
 		return mkdirEncodingSink{m}
 	}
 	return m
 }
+
+// mkdirPartSink is a mkdirSink around a core.PartSink, which it stays.
+type mkdirPartSink struct{ mkdirSink }
+
+func (m mkdirPartSink) Parts() int                 { return m.Sink.(core.PartSink).Parts() }
+func (m mkdirPartSink) Part(p int) core.PartWriter { return m.Sink.(core.PartSink).Part(p) }
 
 func (m mkdirSink) Open(s *core.Schema) error {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {

@@ -4,7 +4,36 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"streamd/core/sink"
 )
+
+// parts checks a file sink's `parts: n` (at b.path + ".parts") and its
+// path p, the directory of parts: n between 1 and sink.MaxParts; p absent
+// or a directory holding only part files (the sink replaces it whole);
+// no `checkpoint:` (exactly-once output of parts is not built) and no
+// `runtime.output_workers` (the parts are the output workers).
+func (b *sinkBuild) parts(n int, p string) (int, error) {
+	if n < 1 || n > sink.MaxParts {
+		return 0, b.errAt(".parts", "parts must be between 1 and %d, not %d", sink.MaxParts, n)
+	}
+	if b.f.Spec.Checkpoint != nil {
+		return 0, b.errAt(".parts", "parts cannot be combined with checkpoint: yet (exactly-once output is built for a single file); remove parts or checkpoint")
+	}
+	if b.f.Spec.Runtime.OutputWorkers != 0 {
+		return 0, b.f.errAt("runtime.output_workers", "a sink with parts has one output worker per part; remove output_workers")
+	}
+	if err := sink.CheckPartsDir(p); err != nil {
+		if _, serr := os.Lstat(p); serr == nil {
+			return 0, b.errAt(".path", "%v (expected the path of a directory of parts, or of one to create)", err)
+		}
+		return 0, b.errAt(".path", "%v", err)
+	}
+	if err := b.f.checkParents(b.path+".path", p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
 
 // checkSinkPath refuses, when the job is built, a file sink path that the
 // sink could not replace at the end of the job: an existing directory,

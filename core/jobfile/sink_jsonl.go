@@ -7,13 +7,19 @@ import (
 	"streamd/core/sink"
 )
 
-// JSONLSinkSpec writes JSON lines.
+// JSONLSinkSpec writes JSON lines, to a file or a directory of parts.
 type JSONLSinkSpec struct {
 	Path string `yaml:"path"`
+	// Parts, if set, makes path a directory of that many part files
+	// (sink.JSONLParts).
+	// (omitempty: the checkpoint description of a sink without parts
+	// stays what it was before the option existed.)
+	Parts *int `yaml:"parts,omitempty"`
 }
 
-// jsonl: {path} writes a JSON lines file (sink.JSONL), creating its
-// directory when the job starts.
+// jsonl: {path, parts} writes a JSON lines file (sink.JSONL) or a
+// directory of parts (sink.JSONLParts), creating its directory when the
+// job starts.
 func init() {
 	registerSink(sinkEntry[JSONLSinkSpec]{name: "jsonl", rank: 20, build: buildJSONLSink,
 		describe: func(j JSONLSinkSpec, resolve func(string) string) JSONLSinkSpec {
@@ -27,6 +33,13 @@ func buildJSONLSink(b *sinkBuild, j *JSONLSinkSpec) (core.Sink, error) {
 		return nil, b.errAt("", "missing path")
 	}
 	path := b.f.path(j.Path)
+	if j.Parts != nil {
+		n, err := b.parts(*j.Parts, path)
+		if err != nil {
+			return nil, err
+		}
+		return withMkdir(sink.JSONLParts(path, n), filepath.Dir(path), "sink directory"), nil
+	}
 	if err := b.f.checkSinkPath(b.path+".path", path); err != nil {
 		return nil, err
 	}

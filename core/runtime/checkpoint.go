@@ -397,9 +397,10 @@ func (c *checkpointer) record(ds *[]time.Duration, d time.Duration) {
 	c.mu.Unlock()
 }
 
-// sinkCheckpoint runs on the sink's goroutine for every batch: it commits
-// epochs the coordinator completed, and at a barrier tells the sink and
-// acknowledges.
+// sinkCheckpoint runs on the sink's goroutine (the merger stage, or the
+// writer with output workers) for every batch or item, before its records
+// are written: it commits epochs the coordinator completed, and at a
+// barrier tells the sink and acknowledges.
 func (r *run) sinkCheckpoint(b *core.Batch) error {
 	es, _ := r.job.Sink.(core.EpochSink)
 	if c := r.ck.committed.Load(); c > r.sinkEpoch && es != nil {

@@ -72,6 +72,46 @@ func (m *epochMem) lines() []string {
 	return out
 }
 
+// encodingMem is an epochMem that output workers can encode for
+// (core.EncodingSink): an encoder makes epochMem's lines, and WriteEncoded
+// adds them to the current epoch, as Write does.
+type encodingMem struct{ *epochMem }
+
+type memEncoder struct{ schema *core.Schema }
+
+func (m encodingMem) NewEncoder() core.Encoder { return memEncoder{m.schema} }
+
+func (e memEncoder) Encode(dst []byte, b *core.Batch) []byte {
+	for i := 0; i < b.Len; i++ {
+		for j, f := range e.schema.Fields {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = core.AppendText(dst, f.Type, b.Row(i)[j])
+		}
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+func (m encodingMem) WriteEncoded(p []byte) error {
+	for _, line := range strings.SplitAfter(string(p), "\n") {
+		if line != "" {
+			m.parts[m.cur] = append(m.parts[m.cur], strings.TrimSuffix(line, "\n"))
+		}
+	}
+	return nil
+}
+
+// withOutputWorkers gives job k output workers (0: none) and the sink that
+// lets them run: mem itself, or mem as an encoding sink.
+func withOutputWorkers(job *runtime.Job, mem *epochMem, k int) {
+	job.Sink, job.OutputParallelism = mem, -1
+	if k > 0 {
+		job.Sink, job.OutputParallelism = encodingMem{mem}, k
+	}
+}
+
 // crashAfter fails the source after n batches: a crash at a random moment.
 type crashAfter struct {
 	core.Source
@@ -88,14 +128,16 @@ func (c *crashAfter) Next(ctx context.Context) (*core.Batch, error) {
 }
 
 // Kill a keyed window job at random moments, restore from the newest
-// checkpoint at another channel count, repeat: the final output equals an
-// uncrashed run's, record for record. 2 seeds in the fast tier, 6 in the
-// long one.
+// checkpoint at another channel count and another number of output
+// workers (0 to 3: barriers pass through them to the sink), repeat: the
+// final output equals an uncrashed run's, record for record. 2 seeds in
+// the fast tier, 6 in the long one.
 func TestCrashRestoreExactlyOnce(t *testing.T) {
 	recs := genRecords(30000, 50, 8)
 	want := expected(recs)
 	for seed := uint64(1); seed <= tier.Pick[uint64](2, 6); seed++ {
 		rnd := rand.New(rand.NewPCG(seed, 77))
+		krnd := rand.New(rand.NewPCG(seed, 78)) // output workers, apart from the crash schedule
 		dir := t.TempDir()
 		store, err := snapshot.Open(dir, 3, nil)
 		if err != nil {
@@ -111,6 +153,7 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			job.RingSize = 4
+			withOutputWorkers(job, sink, krnd.IntN(4))
 			if seed%2 == 1 { // crash during live channel changes too
 				job.Region.MaxChannels = 6
 				job.Region.Schedule = randomSchedule(seed+uint64(attempt), 6)

@@ -212,3 +212,47 @@ func discard(b *core.Batch) {
 	}
 	b.Release()
 }
+
+// records is how many records b holds or, for a gathered batch, lists.
+func records(b *core.Batch) int {
+	if rs, ok := b.Control.(*runs); ok {
+		return rs.n
+	}
+	return b.Len
+}
+
+// cut keeps b's first k records (held or listed) and returns a new batch
+// with the rest, which the caller owns; 0 < k < records(b).
+func cut(b *core.Batch, k int) *core.Batch {
+	rest := core.NewBatch(b.Schema)
+	rest.Stamp = b.Stamp
+	rs, ok := b.Control.(*runs)
+	if !ok {
+		rest.AppendRange(b, k, b.Len)
+		b.Truncate(k)
+		return rest
+	}
+	tail := runsPool.Get().(*runs)
+	n := 0
+	keep := 0
+	for i, s := range rs.segs {
+		switch {
+		case n >= k: // wholly after the cut: moves with its reference
+			tail.segs = append(tail.segs, s)
+		case n+s.to-s.from > k: // across the cut: a reference for each side
+			at := s.from + k - n
+			s.src.refs.Add(1)
+			tail.segs = append(tail.segs, segment{src: s.src, from: at, to: s.to})
+			rs.segs[i].to = at
+			keep = i + 1
+		default:
+			keep = i + 1
+		}
+		n += s.to - s.from
+	}
+	clear(rs.segs[keep:])
+	rs.segs = rs.segs[:keep]
+	tail.n, rs.n = rs.n-k, k
+	rest.Control = tail
+	return rest
+}

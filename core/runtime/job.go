@@ -32,10 +32,11 @@ type Job struct {
 	// OutputParallelism is how many output workers run the post-region
 	// operators and encode for an encoding sink (core.EncodingSink) while
 	// the merger only merges (output.go): > 0 that many, 0 as the cores
-	// allow (none on a small machine), < 0 none. Jobs with checkpoints keep
-	// the post-region operators on the merger stage. The
-	// output does not depend on it. Post-region operators must be
-	// stateless per record.
+	// allow (none on a small machine), < 0 none. With checkpoints the
+	// barriers go through the workers in their place in the order and the
+	// writer takes the sink's checkpoint step. The output does not depend
+	// on it. Post-region operators must be stateless per record. A sink of
+	// parts (core.PartSink) has one worker per part, whatever this says.
 	OutputParallelism int
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int
@@ -52,7 +53,8 @@ type Job struct {
 	// before the sink writes it (latency measurement: Batch.Stamp). It
 	// borrows the batch. With output workers (OutputParallelism) the
 	// writer calls it, once per encoded batch, with a batch that holds
-	// only Len and Stamp.
+	// only Len and Stamp; with a sink of parts every part's worker calls
+	// it, concurrently.
 	OnSink func(*core.Batch)
 }
 
@@ -117,6 +119,9 @@ func (j *Job) validate() error {
 	}
 	if j.Sink == nil {
 		return fmt.Errorf("job %q: no sink", j.Name)
+	}
+	if _, ok := j.Sink.(core.PartSink); ok && j.Checkpoint != nil {
+		return fmt.Errorf("job %q: a sink of parts cannot be checkpointed yet (exactly-once output is built for one file)", j.Name)
 	}
 	if j.Region != nil && j.Region.Channels < 1 {
 		return fmt.Errorf("job %q: a region needs at least 1 channel, not %d", j.Name, j.Region.Channels)

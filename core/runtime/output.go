@@ -25,28 +25,63 @@ import (
 // instances finish), one per worker in round-robin order, and the writer
 // stops at the first End item after consuming the others.
 //
-// Jobs with checkpoints (barriers must reach an exactly-once sink in order
-// with the data) or a sink that cannot encode apart keep the post-region
-// operators on the merger stage. Job.OnSink is called by the writer, with
-// a batch that holds only Len and Stamp (its records were encoded).
+// Checkpoint barriers take their place in the same round-robin sequence:
+// the merger hands barrier n, like a data batch, to the next worker, which
+// passes it through its post-region chain and makes it an item of its own
+// (a marker item, no bytes). The writer therefore meets the barrier after
+// the items of every batch the merger released before it and before any
+// released after it, and does there what the merger stage does without
+// workers (sinkCheckpoint): dead letters synced, EpochSink.Barrier (the
+// epoch's part flushed and fsynced), the manifest taken, the checkpoint
+// acknowledged. The checkpoint records exactly the bytes written before the
+// barrier, whatever K. The writer is the sink's goroutine: it also commits
+// epochs the coordinator completed (EpochSink.Commit) as its items pass.
+//
+// A sink that cannot encode apart keeps the post-region operators on the
+// merger stage. Job.OnSink is called by the writer, with a batch that
+// holds only Len and Stamp (its records were encoded).
 
-// encoded is an output worker's item: the bytes of one merger batch.
+// encoded is an output worker's item: the bytes of one merger batch, or a
+// marker the writer acts on in its place in the order.
 type encoded struct {
 	buf     []byte
 	end     bool
-	records int   // records encoded in buf
-	stamp   int64 // the merger batch's Stamp
+	mark    *core.Batch // a Barrier marker (owned by the item), else nil
+	records int         // records encoded in buf
+	stamp   int64       // the merger batch's Stamp
 }
 
 var encodedPool = sync.Pool{New: func() any { return &encoded{buf: make([]byte, 0, 64<<10)} }}
 
+// Parts (core.PartSink, the job file's `parts: N`): the workers are the
+// parts, and there is no writer. Records are numbered in the merger's
+// output order (before the post-region operators) and cut into chunks of
+// PartChunk records; chunk c goes to worker c mod N, which runs its
+// post-region instances and writes what they emit to part c mod N itself.
+// The merger (or, without a region, the source stage) cuts a batch that
+// straddles a chunk boundary in two, copying the records after the
+// boundary. The merger's order is independent of the channel count, the
+// source parallelism and timing, and a record's chunk depends only on its
+// place in that order, so each part's content is too; batch boundaries
+// would not do (the merger forwards the channels' batches whole and
+// flushes a partial one whenever its input runs dry).
+
+// PartChunk is the number of consecutive records, in the merger's output
+// order, that go to the same part of a parts sink: records
+// [c·PartChunk, (c+1)·PartChunk) go to part c mod N.
+const PartChunk = 8192
+
 // output is the output side of a run with K workers.
 type output struct {
-	sink  core.EncodingSink
-	in    []*ring.SPSC[*core.Batch] // merger → worker k
-	out   []*ring.SPSC[*encoded]    // worker k → writer
-	posts []*instSet
-	cpus  []*stageCPU
+	sink  core.EncodingSink // nil for parts
+	parts core.PartSink     // nil but for parts
+	// chunkLeft is how many more records the current chunk takes (parts;
+	// merger only).
+	chunkLeft int
+	in        []*ring.SPSC[*core.Batch] // merger → worker k
+	out       []*ring.SPSC[*encoded]    // worker k → writer
+	posts     []*instSet
+	cpus      []*stageCPU
 	// next is the worker that gets the merger's next batch, mergerCPU the
 	// merger's CPU account (merger only).
 	next      int
@@ -58,9 +93,15 @@ type output struct {
 // Job.OutputParallelism > 0 asks for that many, 0 lets the cores decide
 // (those left beside the source workers, the channels, the merger, the
 // writer and one to spare; at least 2, or none), < 0 asks for none.
+//
+// A parts sink (core.PartSink) has one worker per part, with or without a
+// region.
 func outputWorkers(job *Job, sources, cores int) int {
+	if ps, ok := job.Sink.(core.PartSink); ok {
+		return ps.Parts()
+	}
 	_, ok := job.Sink.(core.EncodingSink)
-	if !ok || job.Region == nil || job.Checkpoint != nil || job.OutputParallelism < 0 {
+	if !ok || job.Region == nil || job.OutputParallelism < 0 {
 		return 0
 	}
 	if k := job.OutputParallelism; k > 0 {
@@ -76,41 +117,51 @@ func outputWorkers(job *Job, sources, cores int) int {
 // buildOutput makes the workers' rings and post-region instances. The
 // sink must be open (NewEncoder).
 func (r *run) buildOutput(k int) error {
-	o := &output{sink: r.job.Sink.(core.EncodingSink)}
+	o := &output{chunkLeft: PartChunk}
+	o.sink, _ = r.job.Sink.(core.EncodingSink)
+	o.parts, _ = r.job.Sink.(core.PartSink)
 	for w := range k {
 		in, err := r.newRing()
 		if err != nil {
 			return err
 		}
-		out, err := ring.New[*encoded](r.job.RingSize)
-		if err != nil {
-			return err
+		if o.parts == nil {
+			out, err := ring.New[*encoded](r.job.RingSize)
+			if err != nil {
+				return err
+			}
+			r.register(out)
+			o.out = append(o.out, out)
 		}
-		r.register(out)
 		post, err := r.instantiate(r.job.Post, core.Env{Channel: w, Channels: k, Errors: r.job.Errors}, r.postCounters)
 		if err != nil {
 			return err
 		}
 		sc := r.newStageCPU("output", w)
 		sc.replicated = true
-		o.in, o.out, o.posts, o.cpus = append(o.in, in), append(o.out, out), append(o.posts, post), append(o.cpus, sc)
+		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
 	}
 	r.out = o
 	return nil
 }
 
 // Push is what the merger hands its output to (in place of the post-region
-// chain): data batches round-robin to the workers, End to every worker;
-// other markers matter only to operators that keep state, which the
-// post-region ones do not. It takes ownership of b. Merger only.
+// chain): data batches and barriers round-robin to the workers, End to
+// every worker; other markers matter only to operators that keep state,
+// which the post-region ones do not. For parts, data goes by chunks
+// (PartChunk). It takes ownership of b. Merger only (or the source stage,
+// for parts without a region).
 func (o *output) Push(b *core.Batch) error {
 	sc := o.mergerCPU
 	switch b.Kind {
-	case core.Data:
+	case core.Data, core.Barrier:
+		if o.parts != nil && b.Kind == core.Data {
+			return o.pushChunks(b)
+		}
 		w := o.next
 		o.next = (o.next + 1) % len(o.in)
 		if _, err := sc.push(o.in[w], b); err != nil {
-			b.Release()
+			discard(b)
 			return err
 		}
 	case core.End:
@@ -131,7 +182,33 @@ func (o *output) Push(b *core.Batch) error {
 	return nil
 }
 
-// launchOutput starts the workers and the writer.
+// pushChunks hands b's records to the part workers by chunk: the records
+// left in the current chunk to its worker, the rest (cut off into a new
+// batch) to the next chunk's. It takes ownership of b.
+func (o *output) pushChunks(b *core.Batch) error {
+	for b != nil {
+		var rest *core.Batch
+		if records(b) > o.chunkLeft { // held or, from the merger, listed (gather.go)
+			rest = cut(b, o.chunkLeft)
+		}
+		o.chunkLeft -= records(b)
+		w := o.next
+		if o.chunkLeft == 0 {
+			o.next, o.chunkLeft = (o.next+1)%len(o.in), PartChunk
+		}
+		if _, err := o.mergerCPU.push(o.in[w], b); err != nil {
+			discard(b)
+			if rest != nil {
+				discard(rest)
+			}
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// launchOutput starts the workers and the writer (none for parts).
 func (r *run) launchOutput() {
 	o := r.out
 	for w := range o.in {
@@ -147,6 +224,9 @@ func (r *run) launchOutput() {
 				r.cancelRings()
 			}
 		})
+	}
+	if o.parts != nil {
+		return
 	}
 	wcpu := r.newStageCPU("writer", 0)
 	r.wg.Add(1)
@@ -167,13 +247,20 @@ func (r *run) launchOutput() {
 // writer.
 func (r *run) outputWorker(w int, sc *stageCPU) error {
 	o := r.out
+	if o.parts != nil {
+		return r.partWorker(w, sc)
+	}
 	enc := o.sink.NewEncoder()
 	var cur *encoded
 	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
-		if b.Kind == core.Data {
+		switch b.Kind {
+		case core.Data:
 			r.recOut.Add(int64(b.Len))
 			cur.records += b.Len
 			cur.buf = enc.Encode(cur.buf, b)
+		case core.Barrier:
+			cur.mark = b // the writer acts on it and releases it
+			return nil
 		}
 		b.Release()
 		return nil
@@ -186,13 +273,13 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		fill(b) // the runs the merger listed (gather.go)
 		end := b.Kind == core.End
 		cur = encodedPool.Get().(*encoded)
-		cur.buf, cur.end, cur.records, cur.stamp = cur.buf[:0], end, 0, b.Stamp
+		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
 		if err := chain.Push(b); err != nil {
-			encodedPool.Put(cur)
+			cur.release()
 			return err
 		}
 		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
-			encodedPool.Put(cur)
+			cur.release()
 			return nil
 		}
 		if end {
@@ -201,8 +288,52 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 	}
 }
 
+// partWorker runs the worker of part w: each batch from the merger goes
+// through the post-region operators to the part's writer. Job.OnSink is
+// called here, by every part's worker, concurrently.
+func (r *run) partWorker(w int, sc *stageCPU) error {
+	o := r.out
+	part := o.parts.Part(w)
+	hook := r.job.OnSink
+	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
+		defer b.Release()
+		if b.Kind != core.Data {
+			return nil
+		}
+		r.recOut.Add(int64(b.Len))
+		if hook != nil {
+			hook(b)
+		}
+		return part.Write(b)
+	})
+	for {
+		b, err := sc.pop(o.in[w])
+		if err != nil {
+			return nil // canceled: whoever failed said so
+		}
+		fill(b) // the runs the merger listed (gather.go)
+		end := b.Kind == core.End
+		if err := chain.Push(b); err != nil {
+			return err
+		}
+		if end {
+			return nil
+		}
+	}
+}
+
+// release returns it to the pool, releasing a marker it still holds.
+func (it *encoded) release() {
+	if it.mark != nil {
+		it.mark.Release()
+		it.mark = nil
+	}
+	encodedPool.Put(it)
+}
+
 // writer is the last stage: item i from worker i mod K, in the merger's
-// order, written by the sink.
+// order, written by the sink; at a barrier item, the sink's checkpoint
+// step.
 func (r *run) writer(sc *stageCPU) error {
 	o := r.out
 	k := len(o.out)
@@ -214,27 +345,45 @@ func (r *run) writer(sc *stageCPU) error {
 		}
 		if it.end {
 			// Every worker got an End, one after another: take the rest.
-			encodedPool.Put(it)
+			it.release()
 			for j := 1; j < k; j++ {
 				if it, err = popEncoded(sc, o.out[(i+j)%k]); err != nil {
 					return nil
 				}
-				encodedPool.Put(it)
+				it.release()
 			}
 			return nil
 		}
-		if hook := r.job.OnSink; hook != nil && it.records > 0 {
-			shell.Len, shell.Stamp = it.records, it.stamp
-			hook(shell)
+		if err := r.writeItem(it, shell); err != nil {
+			it.release()
+			return err
 		}
-		if len(it.buf) > 0 {
-			if err := o.sink.WriteEncoded(it.buf); err != nil {
-				encodedPool.Put(it)
-				return err
-			}
-		}
-		encodedPool.Put(it)
+		it.release()
 	}
+}
+
+// writeItem hands one item to the sink (writer only): the checkpoint step
+// first (an epoch completed since is committed; at a barrier item the
+// epoch's output is made durable and acknowledged), then its bytes.
+func (r *run) writeItem(it *encoded, shell *core.Batch) error {
+	if r.ck != nil {
+		b := it.mark
+		if b == nil {
+			shell.Len, shell.Stamp = it.records, it.stamp
+			b = shell
+		}
+		if err := r.sinkCheckpoint(b); err != nil {
+			return err
+		}
+	}
+	if hook := r.job.OnSink; hook != nil && it.records > 0 {
+		shell.Len, shell.Stamp = it.records, it.stamp
+		hook(shell)
+	}
+	if len(it.buf) == 0 {
+		return nil
+	}
+	return r.out.sink.WriteEncoded(it.buf)
 }
 
 // pushEncoded is sc.push for the workers' rings to the writer.

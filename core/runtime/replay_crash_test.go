@@ -52,7 +52,8 @@ func badCSV(t *testing.T, recs []rec) (path string, good, bad []int64) {
 // least once and at most once per run that read them (at-least-once); each
 // restored run's report counts exactly the malformed lines after its
 // position; every line of the file is one JSON object; the output is the
-// uncrashed run's. Sequential and parallel CSV parsing.
+// uncrashed run's. Sequential and parallel CSV parsing; each run with 0 to
+// 3 output workers.
 func TestCrashRestoreDeadLetters(t *testing.T) {
 	recs := genRecords(30000, 50, 9) // 1.1 MB of CSV: parsed in parallel with parallelism 2
 	want := expected(recs)
@@ -61,6 +62,7 @@ func TestCrashRestoreDeadLetters(t *testing.T) {
 		for seed := uint64(1); seed <= tier.Pick[uint64](1, 3); seed++ { // 3 in the long tier
 			name := fmt.Sprintf("parallelism %d, seed %d", parallelism, seed)
 			rnd := rand.New(rand.NewPCG(seed, 99))
+			krnd := rand.New(rand.NewPCG(seed, 98)) // output workers, apart from the crash schedule
 			store, err := snapshot.Open(t.TempDir(), 3, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -82,6 +84,7 @@ func TestCrashRestoreDeadLetters(t *testing.T) {
 					t.Fatal(err)
 				}
 				job.Source, job.Errors, job.RingSize = src, errs, 4
+				withOutputWorkers(job, sink, krnd.IntN(4))
 				job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 1 + rnd.IntN(3), Restore: restore}
 				if attempt < 3 {
 					skipped := 0 // batches read again to skip to the position

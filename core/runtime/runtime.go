@@ -509,6 +509,11 @@ func (r *run) launch() error {
 	var head func(*core.Batch) error
 	if job.Region == nil {
 		head = postChain.Push
+		if r.out != nil { // parts: the source stage cuts the chunks
+			r.out.mergerCPU = r.srcCPU
+			head = r.out.Push
+			r.launchOutput()
+		}
 	} else {
 		n := job.Region.Channels
 		outs := make([]*ring.SPSC[*core.Batch], n)

@@ -1,4 +1,5 @@
 // Package sink holds streamd's built-in sinks: CSV and JSON Lines files,
+// directories of part files in either format (core.PartSink, parts.go),
 // and standard output in either format. Each implements [core.Sink].
 //
 // Invariants:
@@ -7,7 +8,8 @@
 //     a temporary file in the destination's directory (".<name>.tmp-*"),
 //     and Close flushes, fsyncs, renames it over the final name and fsyncs
 //     the directory. Abort (or a failed Close) removes the temporary file
-//     and leaves any earlier file at the final name untouched.
+//     and leaves any earlier file at the final name untouched. A sink of
+//     parts does the same with a temporary directory of part files.
 //   - Records are formatted into one reused buffer of at least 256 KiB
 //     (core.AppendText and hand-written quoting and escaping), written out
 //     when it fills: no allocation per record.
