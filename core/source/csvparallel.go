@@ -85,10 +85,12 @@ type csvParallel struct {
 	src    *core.Batch // a worker's batch Next is copying from, from srcPos
 	srcPos int
 	out    *core.Batch // the batch Next is filling
-	fall   *blockText // after a quoting error: p.bt, read on by Next
-	eof    bool
-	shut   bool // goroutines stopped
-	closed bool
+	fall   *blockText  // after a quoting error: p.bt, read on by Next
+	// fallEnd: fall's last batch ended a block; pull says so next.
+	fallEnd bool
+	eof     bool
+	shut    bool // goroutines stopped
+	closed  bool
 }
 
 // csvBlock is a block of whole records on its way to a worker, or (redo)
@@ -227,7 +229,16 @@ func (p *csvParallel) Next(ctx context.Context) (*core.Batch, error) {
 func (p *csvParallel) pull(ctx context.Context) (*core.Batch, error) {
 	for {
 		if p.fall != nil {
-			return p.fall.Next(ctx)
+			if p.fallEnd {
+				p.fallEnd = false
+				return nil, errBlockEnd
+			}
+			b, end, err := p.fall.next(ctx)
+			if b == nil && err == nil {
+				return nil, errBlockEnd
+			}
+			p.fallEnd = end
+			return b, err
 		}
 		if p.eof {
 			return nil, io.EOF

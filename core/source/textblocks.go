@@ -84,32 +84,39 @@ func (s *blockText) point(c *blockCursor, from, to, line int64, errs *core.Error
 // *core.RecordError and drops the records before it in the batch, since
 // the job stops.
 func (s *blockText) Next(ctx context.Context) (*core.Batch, error) {
+	for {
+		b, _, err := s.next(ctx)
+		if err != nil || b != nil {
+			return b, err
+		}
+	}
+}
+
+// next is Next that also says whether the batch is its block's last, and
+// may return no batch (nil, true, nil) at a block's end.
+func (s *blockText) next(ctx context.Context) (*core.Batch, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s.closed {
-		return nil, errClosed
+		return nil, false, errClosed
 	}
-	for {
-		if !s.open {
-			if s.b >= s.x.blocks() {
-				return nil, io.EOF
-			}
-			s.point(s.own, s.x.starts[s.b], s.x.starts[s.b+1], s.x.lines[s.b], s.errs)
-			s.open = true
+	if !s.open {
+		if s.b >= s.x.blocks() {
+			return nil, false, io.EOF
 		}
-		b, eof, err := fillBatch(s.own.rr, s.schema)
-		if eof {
-			s.open = false
-			s.b++
-		}
-		if err != nil {
-			return nil, err
-		}
-		if b != nil {
-			return b, nil
-		}
+		s.point(s.own, s.x.starts[s.b], s.x.starts[s.b+1], s.x.lines[s.b], s.errs)
+		s.open = true
 	}
+	b, eof, err := fillBatch(s.own.rr, s.schema)
+	if eof {
+		s.open = false
+		s.b++
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, eof, nil
 }
 
 // seek makes Next read on from offset off, a record boundary on line line
