@@ -264,6 +264,15 @@ func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, a region whose channel count changes) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
 }
 
+// unknownPosition refuses a checkpoint taken by source workers before
+// block b of a source that does not know how many records come before a
+// block (no core.BlockStarts: CSV and JSON lines, whose blocks are byte
+// ranges) when the job resumes with the single source stage: that stage
+// skips records, and the checkpoint does not say how many.
+func unknownPosition(b int64) error {
+	return fmt.Errorf("%w: it was taken by source workers before block %d of a source that does not count the records before a block (CSV, JSON lines), and this job reads its source with one source stage (no region, or a region whose channel count changes): resume it with the settings it was taken with", ErrCheckpointMismatch, b)
+}
+
 // input is channel c's side of the exchange; the restore's watermark
 // state when r resumes from a checkpoint.
 func (r *run) input(c int, bound int64) *blockInput {
