@@ -164,8 +164,10 @@ type exchange struct {
 }
 
 // sourceWorkers is how many source workers read the job's source: 0 for
-// the single source stage (no region, a source that cannot be split, or
-// what the exchange does not carry yet: live channel changes), otherwise Job.SourceParallelism (0: as many as the cores
+// the single source stage (no region, a source that cannot be split, a
+// restore of a record position that no block start matches
+// (resumesAtRecord), or what the exchange does not carry yet: live
+// channel changes), otherwise Job.SourceParallelism (0: as many as the cores
 // allow beside the channels, the merger and one core to spare), at least
 // one, at most one per block.
 func sourceWorkers(job *Job, cores int) int {
@@ -177,6 +179,9 @@ func sourceWorkers(job *Job, cores int) int {
 	}
 	blocks := sp.Blocks()
 	if blocks == 0 {
+		return 0
+	}
+	if cp := job.Checkpoint; cp != nil && cp.Restore != nil && resumesAtRecord(&cp.Restore.Meta, sp) {
 		return 0
 	}
 	if blocks < 0 {
@@ -262,6 +267,20 @@ func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, a region whose channel count changes) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
+}
+
+// resumesAtRecord says whether checkpoint meta was taken by the single
+// source stage (a count of records, no block) inside the input of a
+// source that cannot say which block starts there (no core.BlockStarts:
+// CSV, JSON lines). Such a restore runs with the single source stage,
+// which skips that many records; its output is the same (Next's batches
+// are the blocks').
+func resumesAtRecord(meta *snapshot.Metadata, src core.Splittable) bool {
+	if _, ok := meta.Sources["block"]; ok || meta.Sources["source"] == 0 {
+		return false
+	}
+	_, ok := src.(core.BlockStarts)
+	return !ok
 }
 
 // unknownPosition refuses a checkpoint taken by source workers before
