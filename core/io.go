@@ -49,7 +49,8 @@ type Sized interface {
 // Splittable is implemented by sources whose input divides into blocks
 // that several source workers can read at once (DESIGN.md, "Where the
 // design goes next": splits): the row groups of a Parquet file, the
-// sub-streams of a seeded generator, later byte ranges of a CSV file.
+// sub-streams of a seeded generator, byte ranges of a CSV or JSON-lines
+// file.
 //
 // Blocks are fixed by the input alone — never by the number of readers,
 // timing or sizes chosen at run time: block b's records are exactly the

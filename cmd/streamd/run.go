@@ -64,7 +64,7 @@ func newRunCmd() *cobra.Command {
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading a Parquet file's row groups at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
+	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading a Parquet, CSV or JSON-lines file's blocks at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.outWorkers, "output-workers", 0, "output workers running the post-region operators and encoding, 1 to 256 (overrides runtime.output_workers; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")

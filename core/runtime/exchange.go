@@ -200,10 +200,11 @@ type routing struct {
 }
 
 // sourceWorkers is how many source workers read the job's source: 0 for
-// the single source stage (no region, or a source that cannot be split),
-// otherwise Job.SourceParallelism (0: as many as the cores allow beside
-// the channels — the most an elastic region may use —, the merger and one
-// core to spare), at least one, at most one per block.
+// the single source stage (no region, a source that cannot be split, or a
+// restore of a record position that no block start matches:
+// resumesAtRecord), otherwise Job.SourceParallelism (0: as many as the
+// cores allow beside the channels — the most an elastic region may use —,
+// the merger and one core to spare), at least one, at most one per block.
 func sourceWorkers(job *Job, cores int) int {
 	sp, ok := job.Source.(core.Splittable)
 	reg := job.Region
@@ -212,6 +213,9 @@ func sourceWorkers(job *Job, cores int) int {
 	}
 	blocks := sp.Blocks()
 	if blocks == 0 {
+		return 0
+	}
+	if cp := job.Checkpoint; cp != nil && cp.Restore != nil && resumesAtRecord(&cp.Restore.Meta, sp) {
 		return 0
 	}
 	if blocks < 0 {
@@ -305,6 +309,29 @@ func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, a region whose channel count changes) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
+}
+
+// resumesAtRecord says whether checkpoint meta was taken by the single
+// source stage (a count of records, no block) inside the input of a
+// source that cannot say which block starts there (no core.BlockStarts:
+// CSV, JSON lines). Such a restore runs with the single source stage,
+// which skips that many records; its output is the same (Next's batches
+// are the blocks').
+func resumesAtRecord(meta *snapshot.Metadata, src core.Splittable) bool {
+	if _, ok := meta.Sources["block"]; ok || meta.Sources["source"] == 0 {
+		return false
+	}
+	_, ok := src.(core.BlockStarts)
+	return !ok
+}
+
+// unknownPosition refuses a checkpoint taken by source workers before
+// block b of a source that does not know how many records come before a
+// block (no core.BlockStarts: CSV and JSON lines, whose blocks are byte
+// ranges) when the job resumes with the single source stage: that stage
+// skips records, and the checkpoint does not say how many.
+func unknownPosition(b int64) error {
+	return fmt.Errorf("%w: it was taken by source workers before block %d of a source that does not count the records before a block (CSV, JSON lines), and this job reads its source with one source stage (no region, or a region whose channel count changes): resume it with the settings it was taken with", ErrCheckpointMismatch, b)
 }
 
 // input is channel c's side of the exchange; the restore's watermark

@@ -351,6 +351,7 @@ func (r *run) build() error {
 		if cp.Store == nil {
 			return errors.New("checkpointing needs a store")
 		}
+		_, counted := job.Source.(core.BlockStarts)
 		if workers == 0 {
 			r.replay = core.NewReplayable(job.Source)
 			job.Source = r.replay
@@ -366,6 +367,9 @@ func (r *run) build() error {
 			}
 			r.restore = cp.Restore
 			if workers == 0 {
+				if b := cp.Restore.Meta.Sources["block"]; b > 0 && !counted {
+					return unknownPosition(b)
+				}
 				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
 					return err
 				}

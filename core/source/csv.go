@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -57,6 +58,15 @@ type CSVOptions struct {
 // CSV reads the header before it returns, so it blocks while the input
 // does.
 //
+// A regular file is read by blocks (core.Splittable) for source workers:
+// block b is the records that start in bytes [b·1 MiB, (b+1)·1 MiB) of the
+// file after the header. CSV finds where they start, and on which line,
+// in one serial pass when it opens (textIndex: quotes followed, a
+// malformed record measured by encoding/csv as the sequential reader
+// reads it), so the blocks' records, Pos and malformed records are the
+// sequential reader's, whatever the quoting. Next's batches end at block
+// ends. Other inputs (opts.Reader, stdin) are read with Next only.
+//
 // A regular file larger than one block (256 KiB) is parsed in parallel
 // unless opts.Parallelism is 1: a reader goroutine cuts it into blocks at
 // record boundaries and Parallelism workers (0: min(4, GOMAXPROCS)) parse
@@ -78,6 +88,12 @@ func CSV(path string, opts CSVOptions, errs *core.ErrorPolicy) (core.Source, err
 // csvSource is CSV with the parallel reader's block size in bytes (tests
 // make it small).
 func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize int) (core.Source, error) {
+	return csvSplitSource(path, opts, errs, blockSize, splitSize)
+}
+
+// csvSplitSource is csvSource with the size of the blocks of ReadBlock in
+// bytes (tests make it small too).
+func csvSplitSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize int, size int64) (core.Source, error) {
 	if opts.Parallelism < 0 {
 		return nil, fmt.Errorf("csv source %s: parallelism %d: expected 0 (auto) or more", path, opts.Parallelism)
 	}
@@ -92,23 +108,43 @@ func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize i
 		}
 		return nil, err
 	}
-	if f, ok := closer.(*os.File); ok && csvParallelism(opts.Parallelism) > 1 {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > int64(blockSize) {
-			mark, err := bom.At(f) // dropped by the bom.Reader: not in InputOffset
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("csv source %s: %w", name, err)
-			}
-			off := mark + r.r.InputOffset() // after the header, if any
-			line, err := linesBefore(f, off)
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("csv source %s: %w", name, err)
-			}
-			return newCSVParallel(f, r, off, line, csvParallelism(opts.Parallelism), blockSize), nil
-		}
+	f, ok := closer.(*os.File)
+	if !ok {
+		return &textSource{schema: r.schema, rr: r, closer: closer}, nil
 	}
-	return &textSource{schema: r.schema, rr: r, closer: closer}, nil
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return &textSource{schema: r.schema, rr: r, closer: closer}, nil
+	}
+	bt, off, line, err := csvBlocks(f, st.Size(), r, size)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("csv source %s: %w", name, err)
+	}
+	if csvParallelism(opts.Parallelism) > 1 && st.Size() > int64(blockSize) {
+		return newCSVParallel(bt, r, off, line, csvParallelism(opts.Parallelism), blockSize), nil
+	}
+	return bt, nil
+}
+
+// csvBlocks finds the blocks of the CSV file f of the given size, whose
+// header (if any) r has read, and returns the block reader of f with the
+// offset and line where the records start.
+func csvBlocks(f *os.File, end int64, r *csvReader, size int64) (bt *blockText, off, line int64, err error) {
+	mark, err := bom.At(f) // dropped by the bom.Reader: not in InputOffset
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	off = mark + r.r.InputOffset() // after the header, if any
+	if line, err = linesBefore(f, off); err != nil {
+		return nil, 0, 0, err
+	}
+	x, err := indexCSV(f, off, line, end, r.comma, size)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	bt = newBlockText("csv", r.input, f, x, r, r.errs, r.schema, func() blockReader { return r.clone() })
+	return bt, off, line, nil
 }
 
 // csvColumn is one field of the output schema: where it is in a record.
@@ -209,15 +245,10 @@ func newRawCSV(in io.Reader, d rune) *csv.Reader {
 	return r
 }
 
-// resume returns a reader of the same columns that reads the input from
-// in, which starts at a record boundary after line0 lines: the sequential
-// continuation of a parallel reader. It shares c's interners, so c must
-// not be used any more.
-func (c *csvReader) resume(in io.Reader, line0 int64) *csvReader {
-	d := *c
-	d.r = newRawCSV(in, c.comma)
-	d.line0 = line0
-	return &d
+// reset points c at in, a record boundary on line line0+1 (blockReader).
+func (c *csvReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolicy) {
+	c.r = newRawCSV(in, c.comma)
+	c.line0, c.errs = line0, errs
 }
 
 // clone returns a reader of the same columns with interners of its own,

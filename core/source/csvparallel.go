@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -67,6 +66,7 @@ type csvParallel struct {
 	schema    *core.Schema
 	input     string
 	f         *os.File
+	bt        *blockText // the file's blocks: ReadBlock, the fall-back
 	seq       *csvReader // the header's reader: its columns, and the fallback
 	errs      *core.ErrorPolicy
 	k         int
@@ -85,10 +85,12 @@ type csvParallel struct {
 	src    *core.Batch // a worker's batch Next is copying from, from srcPos
 	srcPos int
 	out    *core.Batch // the batch Next is filling
-	fall   *textSource
-	eof    bool
-	shut   bool // goroutines stopped
-	closed bool
+	fall   *blockText  // after a quoting error: p.bt, read on by Next
+	// fallEnd: fall's last batch ended a block; pull says so next.
+	fallEnd bool
+	eof     bool
+	shut    bool // goroutines stopped
+	closed  bool
 }
 
 // csvBlock is a block of whole records on its way to a worker, or (redo)
@@ -97,6 +99,7 @@ type csvBlock struct {
 	buf  []byte
 	off  int64 // file offset of buf[0]
 	line int64 // line of buf[0], 1-based
+	end  bool  // buf ends where a block of bt starts
 	redo bool
 }
 
@@ -105,6 +108,7 @@ type csvBlock struct {
 type csvResult struct {
 	items     []csvItem
 	off, line int64
+	end       bool // a block of bt ends here: Next ends its batch
 	redo      bool
 }
 
@@ -122,14 +126,27 @@ func (r *csvResult) release() {
 	r.items = r.items[:0]
 }
 
-// newCSVParallel returns a parallel source over f, whose records start at
-// offset off on line line; c has read the header.
-func newCSVParallel(f *os.File, c *csvReader, off, line int64, k, blockSize int) *csvParallel {
-	return &csvParallel{schema: c.schema, input: c.input, f: f, seq: c, errs: c.errs,
+// newCSVParallel returns a parallel source over the file of bt, whose
+// records start at offset off on line line; c has read the header.
+func newCSVParallel(bt *blockText, c *csvReader, off, line int64, k, blockSize int) *csvParallel {
+	return &csvParallel{schema: c.schema, input: c.input, f: bt.f, bt: bt, seq: c, errs: c.errs,
 		k: k, blockSize: blockSize, off: off, line: line}
 }
 
 func (p *csvParallel) Schema() *core.Schema { return p.schema }
+
+// Blocks is the number of blocks of ReadBlock (core.Splittable; see
+// blockText).
+func (p *csvParallel) Blocks() int { return p.bt.Blocks() }
+
+// ReadBlock reads block b (core.Splittable; see blockText). It does not
+// start the parsing goroutines: a source is read by Next or by blocks.
+func (p *csvParallel) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
+	return p.bt.ReadBlock(ctx, b, errs, emit)
+}
+
+// errBlockEnd tells Next that a block of bt ends: its batch ends too.
+var errBlockEnd = errors.New("block end")
 
 // Next returns the next batch of up to core.BatchSize records, owned by the
 // caller, or (nil, io.EOF) after the last one: the batches of the sequential
@@ -181,6 +198,12 @@ func (p *csvParallel) Next(ctx context.Context) (*core.Batch, error) {
 		}
 		b, err := p.pull(ctx)
 		switch {
+		case err == errBlockEnd:
+			if b := p.out; b != nil {
+				p.out = nil
+				return b, nil
+			}
+			continue
 		case err == io.EOF:
 			if b := p.out; b != nil {
 				p.out = nil
@@ -206,7 +229,16 @@ func (p *csvParallel) Next(ctx context.Context) (*core.Batch, error) {
 func (p *csvParallel) pull(ctx context.Context) (*core.Batch, error) {
 	for {
 		if p.fall != nil {
-			return p.fall.Next(ctx)
+			if p.fallEnd {
+				p.fallEnd = false
+				return nil, errBlockEnd
+			}
+			b, end, err := p.fall.next(ctx)
+			if b == nil && err == nil {
+				return nil, errBlockEnd
+			}
+			p.fallEnd = end
+			return b, err
 		}
 		if p.eof {
 			return nil, io.EOF
@@ -235,7 +267,11 @@ func (p *csvParallel) pull(ctx context.Context) (*core.Batch, error) {
 			p.cur = r
 		}
 		if len(p.cur.items) == 0 {
+			end := p.cur.end
 			p.cur = nil
+			if end {
+				return nil, errBlockEnd
+			}
 			continue
 		}
 		it := p.cur.items[0]
@@ -252,12 +288,11 @@ func (p *csvParallel) pull(ctx context.Context) (*core.Batch, error) {
 }
 
 // fallBack stops the goroutines and reads on sequentially from offset off,
-// line line.
+// line line, with the block reader (whose batches end at block ends too).
 func (p *csvParallel) fallBack(off, line int64) {
 	p.stop()
-	in := io.NewSectionReader(p.f, off, math.MaxInt64-off)
-	rr := p.seq.resume(bufio.NewReaderSize(in, readBufferSize), line-1)
-	p.fall = &textSource{schema: p.schema, rr: rr}
+	p.bt.seek(off, line)
+	p.fall = p.bt
 }
 
 // linesBefore returns the 1-based line of offset off of f (off at a line
@@ -289,10 +324,7 @@ func (p *csvParallel) Close() error {
 		b.Release()
 	}
 	p.src, p.out = nil, nil
-	if p.fall != nil {
-		p.fall.Close()
-	}
-	return p.f.Close()
+	return p.bt.Close()
 }
 
 func (p *csvParallel) start() {
@@ -361,17 +393,29 @@ func (p *csvParallel) read() {
 	}
 	off, line := p.off, p.line // the next block's start
 	var carry []byte           // the records of the last read not yet sent
+	starts := p.bt.x.starts    // a block never spans one of these
 	for i := 0; ; i++ {
+		for len(starts) > 0 && starts[0] <= off {
+			starts = starts[1:]
+		}
 		size := p.blockSize
 		for size < 2*len(carry) {
 			size *= 2
 		}
 		buf := p.buffer(size)
 		buf = append(buf[:0], carry...)
-		cut := -1
+		cut, end := -1, false
 		for {
-			n, err := p.f.ReadAt(buf[len(buf):cap(buf)], off+int64(len(buf)))
+			lim := cap(buf)
+			if len(starts) > 0 && starts[0]-off <= int64(lim) {
+				lim = int(starts[0] - off)
+			}
+			n, err := p.f.ReadAt(buf[len(buf):lim], off+int64(len(buf)))
 			buf = buf[:len(buf)+n]
+			if len(starts) > 0 && off+int64(len(buf)) == starts[0] {
+				cut, end = len(buf), true // up to where a block starts: a record boundary
+				break
+			}
 			if err == io.EOF {
 				cut = len(buf)
 				break
@@ -389,7 +433,7 @@ func (p *csvParallel) read() {
 			return // the end of the file
 		}
 		carry = append(carry[:0], buf[cut:]...)
-		b := &csvBlock{buf: buf[:cut], off: off, line: line}
+		b := &csvBlock{buf: buf[:cut], off: off, line: line, end: end}
 		off += int64(cut)
 		line += int64(bytes.Count(b.buf, newline))
 		if !send(i, b) {
@@ -460,7 +504,7 @@ func (w *csvWorker) run(work <-chan *csvBlock, results chan<- *csvResult) {
 // parse parses block b into batches and malformed records. A quoting error
 // anywhere in the block drops its results for a redo from its start.
 func (w *csvWorker) parse(b *csvBlock) *csvResult {
-	r := &csvResult{off: b.off, line: b.line}
+	r := &csvResult{off: b.off, line: b.line, end: b.end}
 	if b.redo {
 		r.redo = true
 		return r

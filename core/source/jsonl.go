@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
 	"streamd/core"
+	"streamd/core/internal/bom"
 )
 
 // JSONL returns a source of JSON Lines: one JSON object per line, read from
@@ -32,7 +34,21 @@ import (
 // numbers); a UTF-8 byte order mark at the start of the input is dropped. The steady path allocates nothing per record: the line is
 // parsed in place and strings of up to 64 Ki distinct values per field are
 // interned.
+//
+// A regular file is read by blocks (core.Splittable), so that several
+// source workers can parse it: block b is the lines that start in bytes
+// [b·1 MiB, (b+1)·1 MiB) of the file (after a byte order mark). A '\n'
+// always ends a line (JSON strings escape newlines), so a block starts
+// after the first '\n' at or past its first byte; JSONL counts the '\n's
+// once at open (one SIMD pass, see docs/PERFORMANCE.md), so each block
+// knows its first line. A reader given in place of the file (stdin) is
+// read with Next only (Blocks is then not offered).
 func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
+	return jsonlSource(path, fields, reader, errs, splitSize)
+}
+
+// jsonlSource is JSONL with the block size in bytes (tests make it small).
+func jsonlSource(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
 	name, in, closer, err := openInput("jsonl", path, reader)
 	if err != nil {
 		return nil, err
@@ -44,7 +60,27 @@ func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorP
 		}
 		return nil, err
 	}
+	if f, ok := closer.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			x, err := jsonlIndex(f, st.Size(), size)
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("jsonl source %s: %w", name, err)
+			}
+			return newBlockText("jsonl", name, f, x, r, errs, r.schema, func() blockReader { return r.clone() }), nil
+		}
+	}
 	return &textSource{schema: r.schema, rr: r, closer: closer}, nil
+}
+
+// jsonlIndex finds the blocks of a JSON-lines file of the given size: its
+// lines start after the byte order mark, if any, on line 1.
+func jsonlIndex(f *os.File, end, size int64) (*textIndex, error) {
+	mark, err := bom.At(f)
+	if err != nil {
+		return nil, err
+	}
+	return indexLines(f, mark, 1, end, size)
 }
 
 // jsonlReader reads JSON Lines with a small validating JSON parser that
@@ -86,6 +122,24 @@ func newJSONLReader(input string, in io.Reader, fields []core.Field, errs *core.
 		}
 	}
 	return j, nil
+}
+
+// reset points j at in, a line start on line line0+1 (blockReader).
+func (j *jsonlReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolicy) {
+	j.in, j.lineNo, j.errs = in, line0, errs
+}
+
+// clone returns a reader of the same fields with interners and buffers of
+// its own, for a block reader; its input is set by reset.
+func (j *jsonlReader) clone() *jsonlReader {
+	d := &jsonlReader{input: j.input, schema: j.schema, errs: j.errs, index: j.index,
+		str: make([]*interner, len(j.str)), seen: make([]bool, len(j.seen))}
+	for i, in := range j.str {
+		if in != nil {
+			d.str[i] = newInterner()
+		}
+	}
+	return d
 }
 
 // readLine returns the next line, without its line end, valid until the

@@ -79,23 +79,12 @@ func (s *textSource) Next(ctx context.Context) (*core.Batch, error) {
 	if s.eof {
 		return nil, io.EOF
 	}
-	b := core.NewBatch(s.schema)
-	for !b.Full() {
-		row := b.Append(0, 0, core.NoTime, 0)
-		line, err := s.rr.read(row)
-		if err != nil {
-			b.Truncate(b.Len - 1)
-			if err != io.EOF {
-				b.Release()
-				return nil, err
-			}
-			s.eof = true
-			break
-		}
-		b.Pos[b.Len-1] = line
+	b, eof, err := fillBatch(s.rr, s.schema)
+	s.eof = eof
+	if err != nil {
+		return nil, err
 	}
-	if b.Len == 0 {
-		b.Release()
+	if b == nil {
 		return nil, io.EOF
 	}
 	return b, nil
