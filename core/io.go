@@ -103,6 +103,25 @@ type EncodingSink interface {
 	WriteEncoded(p []byte) error
 }
 
+// PositionalSink is an EncodingSink whose encoded bytes several goroutines
+// can write at once, each at the offset the runtime gives it, so that no
+// one goroutine writes all the bytes (a regular file). The runtime works
+// out each piece's offset in output order and has the goroutine that
+// encoded it write it.
+type PositionalSink interface {
+	EncodingSink
+	// Positions switches the sink to positional writes: it writes out
+	// what it buffered (the header) and returns the offset the encoded
+	// bytes start at. ok is false where the sink cannot (standard output,
+	// exactly-once epochs): the runtime then uses WriteEncoded. After a
+	// successful switch only WriteAt, Close and Abort may be called.
+	Positions() (start int64, ok bool, err error)
+	// WriteAt writes p at offset off. Safe for concurrent use; p is
+	// borrowed. Pieces may arrive in any order; Close commits the file
+	// once every piece was written.
+	WriteAt(p []byte, off int64) error
+}
+
 // PartSink is a sink whose output is Parts() files written side by side,
 // part p by one goroutine through Part(p), with no serial step after the
 // merge. Which records a part gets is the runtime's rule, not the sink's

@@ -410,10 +410,25 @@ func withMkdir(s core.Sink, dir, what string) core.Sink {
 	if _, ok := s.(core.PartSink); ok {
 		return mkdirPartSink{m}
 	}
+	if _, ok := s.(core.PositionalSink); ok {
+		return mkdirPositionalSink{mkdirEncodingSink{m}}
+	}
 	if _, ok := s.(core.EncodingSink); ok {
 		return mkdirEncodingSink{m}
 	}
 	return m
+}
+
+// mkdirPositionalSink is a mkdirSink around a core.PositionalSink, which it
+// stays.
+type mkdirPositionalSink struct{ mkdirEncodingSink }
+
+func (m mkdirPositionalSink) Positions() (int64, bool, error) {
+	return m.Sink.(core.PositionalSink).Positions()
+}
+
+func (m mkdirPositionalSink) WriteAt(p []byte, off int64) error {
+	return m.Sink.(core.PositionalSink).WriteAt(p, off)
 }
 
 // mkdirPartSink is a mkdirSink around a core.PartSink, which it stays.

@@ -37,6 +37,10 @@ import (
 // barrier, whatever K. The writer is the sink's goroutine: it also commits
 // epochs the coordinator completed (EpochSink.Commit) as its items pass.
 //
+// A file sink without checkpoints (core.PositionalSink) needs no writer:
+// each worker places its item in the merger's order through the sequencer
+// (writeAt) and writes its bytes at their offset itself.
+//
 // A sink that cannot encode apart keeps the post-region operators on the
 // merger stage. Job.OnSink is called by the writer, with a batch that
 // holds only Len and Stamp (its records were encoded).
@@ -86,6 +90,11 @@ type output struct {
 	// merger's CPU account (merger only).
 	next      int
 	mergerCPU *stageCPU
+	// pos and seq, for a sink that takes positional writes without
+	// checkpoints: the workers write their items themselves at offsets
+	// seq hands out in order, and there is no writer stage.
+	pos core.PositionalSink
+	seq *sequencer
 }
 
 // outputWorkers is how many output workers the run uses: 0 keeps the
@@ -120,12 +129,21 @@ func (r *run) buildOutput(k int) error {
 	o := &output{chunkLeft: PartChunk}
 	o.sink, _ = r.job.Sink.(core.EncodingSink)
 	o.parts, _ = r.job.Sink.(core.PartSink)
+	if ps, ok := r.job.Sink.(core.PositionalSink); ok && o.parts == nil && r.ck == nil {
+		start, ok, err := ps.Positions()
+		if err != nil {
+			return err
+		}
+		if ok {
+			o.pos, o.seq = ps, &sequencer{off: start, ready: map[int64]*encoded{}}
+		}
+	}
 	for w := range k {
 		in, err := r.newRing()
 		if err != nil {
 			return err
 		}
-		if o.parts == nil {
+		if o.parts == nil && o.seq == nil {
 			out, err := ring.New[*encoded](r.job.RingSize)
 			if err != nil {
 				return err
@@ -228,6 +246,9 @@ func (r *run) launchOutput() {
 	if o.parts != nil {
 		return
 	}
+	if o.seq != nil {
+		return // no writer
+	}
 	wcpu := r.newStageCPU("writer", 0)
 	r.wg.Add(1)
 	r.placer.Start("writer", 0, func() {
@@ -252,6 +273,8 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 	}
 	enc := o.sink.NewEncoder()
 	var cur *encoded
+	items := 0        // data items placed (positional writes)
+	var todo []placed // items this worker writes (positional writes)
 	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
 		switch b.Kind {
 		case core.Data:
@@ -278,6 +301,18 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 			cur.release()
 			return err
 		}
+		if o.seq != nil { // positional: this worker writes its own bytes
+			if end {
+				cur.release()
+				return nil
+			}
+			err := r.writeAt(cur, int64(items*len(o.in)+w), &todo) // takes cur
+			items++
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
 			cur.release()
 			return nil
@@ -286,6 +321,60 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 			return nil
 		}
 	}
+}
+
+// writeAt hands item i (the merger's batch i, encoded by this worker) to
+// the sequencer and writes what that makes placeable (core.PositionalSink).
+// Items are placed in the merger's order, each at the offset after the one
+// before; whichever worker completes a run of consecutive items places the
+// whole run under the lock and writes those bytes after it, side by side
+// with the other workers. No worker waits for another.
+//
+// todo is the worker's own list, reused from call to call.
+func (r *run) writeAt(it *encoded, i int64, todo *[]placed) error {
+	q := r.out.seq
+	mine := (*todo)[:0]
+	q.mu.Lock()
+	q.ready[i] = it
+	for {
+		next, ok := q.ready[q.next]
+		if !ok {
+			break
+		}
+		delete(q.ready, q.next)
+		q.next++
+		mine = append(mine, placed{next, q.off})
+		q.off += int64(len(next.buf))
+		if hook := r.job.OnSink; hook != nil && next.records > 0 {
+			hook(&core.Batch{Kind: core.Data, Len: next.records, Stamp: next.stamp})
+		}
+	}
+	q.mu.Unlock()
+	var err error
+	for _, p := range mine {
+		if len(p.it.buf) > 0 && err == nil {
+			err = r.out.pos.WriteAt(p.it.buf, p.off)
+		}
+		p.it.release()
+	}
+	clear(mine)
+	*todo = mine[:0]
+	return err
+}
+
+// sequencer places the output workers' items in the merger's order
+// (positional writes): item next goes at off.
+type sequencer struct {
+	mu    sync.Mutex
+	ready map[int64]*encoded // encoded, waiting for the items before
+	next  int64
+	off   int64
+}
+
+// placed is an item and its offset.
+type placed struct {
+	it  *encoded
+	off int64
 }
 
 // partWorker runs the worker of part w: each batch from the merger goes

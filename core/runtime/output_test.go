@@ -77,8 +77,32 @@ func TestOutputWorkersKeepOutput(t *testing.T) {
 				writers++
 			}
 		}
-		if outputs != c[2] || writers != 1 {
+		// A file takes the workers' bytes at their offsets: no writer.
+		if outputs != c[2] || writers != 0 {
 			t.Fatalf("%v: %d output stages and %d writers reported", c, outputs, writers)
+		}
+	}
+	// A sink that cannot take positional writes (standard output) gets
+	// the bytes in order from the writer stage: the same bytes.
+	for _, k := range []int{-1, 3} {
+		var buf bytes.Buffer
+		job := outputJob(t, filepath.Join(dir, "unused.csv"), 2, 3, k)
+		var err error
+		if job.Sink, err = sink.Stdout("csv", &buf, sink.CSVOptions{Header: true}); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := runtime.Run(context.Background(), job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writers := 0
+		for _, s := range rep.Stages {
+			if s.Stage == "writer" {
+				writers++
+			}
+		}
+		if !bytes.Equal(buf.Bytes(), want) || (k > 0) != (writers == 1) {
+			t.Fatalf("stdout, %d output workers: %d bytes (want %d), %d writers", k, buf.Len(), len(want), writers)
 		}
 	}
 }

@@ -65,6 +65,8 @@ type textSink struct {
 	out       io.Writer
 	buf       []byte
 	state     state
+	// positional: Positions switched the sink to WriteAt (file sinks only).
+	positional bool
 	err       error       // the first write error; every later call returns it
 	epochs    *epochState // exactly-once mode (epochs.go), nil otherwise
 	// verified is the manifest of the parts VerifyOutput found intact for a
@@ -114,7 +116,7 @@ func (s *textSink) Write(b *core.Batch) error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.state != opened {
+	if s.state != opened || s.positional {
 		return s.fail(errNotOpen)
 	}
 	if b.Kind != core.Data {
@@ -149,12 +151,49 @@ func (s *textSink) WriteEncoded(p []byte) error {
 	if s.err != nil {
 		return s.err
 	}
-	if s.state != opened {
+	if s.state != opened || s.positional {
 		return s.fail(errNotOpen)
 	}
 	s.buf = append(s.buf, p...)
 	if len(s.buf) >= bufSize || s.path == "" {
 		return s.flush()
+	}
+	return nil
+}
+
+// Positions implements core.PositionalSink for file sinks outside
+// exactly-once mode: the buffer (the header) is written out and the
+// encoded bytes start after it.
+func (s *textSink) Positions() (int64, bool, error) {
+	if s.err != nil {
+		return 0, false, s.err
+	}
+	if s.state != opened {
+		return 0, false, s.fail(errNotOpen)
+	}
+	if s.file == nil || s.epochs != nil {
+		return 0, false, nil
+	}
+	if err := s.flush(); err != nil {
+		return 0, false, err
+	}
+	off, err := s.file.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, false, s.fail(err)
+	}
+	s.positional = true
+	return off, true, nil
+}
+
+// WriteAt writes encoded bytes at off (positional mode; any goroutine).
+// A failure is returned; Close after one is the caller's to avoid (the
+// runtime aborts the sink).
+func (s *textSink) WriteAt(p []byte, off int64) error {
+	if !s.positional {
+		return fmt.Errorf("%s sink %s: WriteAt before Positions", s.kind, s.name)
+	}
+	if _, err := s.file.f.WriteAt(p, off); err != nil {
+		return fmt.Errorf("%s sink %s: %w", s.kind, s.name, err)
 	}
 	return nil
 }
