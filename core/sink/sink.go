@@ -67,8 +67,8 @@ type textSink struct {
 	state     state
 	// positional: Positions switched the sink to WriteAt (file sinks only).
 	positional bool
-	err       error       // the first write error; every later call returns it
-	epochs    *epochState // exactly-once mode (epochs.go), nil otherwise
+	err        error       // the first write error; every later call returns it
+	epochs     *epochState // exactly-once mode (epochs.go), nil otherwise
 	// verified is the manifest of the parts VerifyOutput found intact for a
 	// restore from checkpoint verifiedFor (OpenEpochs starts from it).
 	verified, verifiedSrc []byte
