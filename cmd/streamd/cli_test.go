@@ -1,11 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // cli runs the command line as main does and returns its exit code and
@@ -147,35 +148,37 @@ func TestRunBadInput(t *testing.T) {
 // A job file changed since its checkpoints were taken (here the window's
 // size) is refused on --restore with exit 2, naming the operator (core's
 // TestRestoreRefusesAnotherJob covers the cases and the restore of an
-// unchanged job).
+// unchanged job). The first run, a paced generator that would take 20 s,
+// is killed once it has a checkpoint.
 func TestRestoreChangedJob(t *testing.T) {
 	dir := t.TempDir()
-	var in strings.Builder
-	in.WriteString("ts,k,v\n")
-	for i := range 40000 {
-		fmt.Fprintf(&in, "%d,k%d,%d\n", i, i%7, i%10)
-	}
-	in.WriteString("oops,k1,1\n") // fails the job after its checkpoints
-	writeTestFile(t, filepath.Join(dir, "in.csv"), in.String())
 	job := func(size string) string {
 		p := filepath.Join(dir, "job-"+size+".yaml")
 		writeTestFile(t, p, `source:
-  csv: {path: in.csv, parallelism: 1, columns: {ts: int64, k: string, v: int64}}
-event_time: {field: ts, unit: ms}
+  generator: {seed: 1, count: 2000000, keys: 7, step: 1ms, rate: 100000}
+event_time: {field: ts}
 region:
-  key_by: [k]
+  key_by: [key]
   ops:
     - window: {size: `+size+`, aggregates: {n: count}}
 sink:
   csv: {path: out.csv}
-checkpoint: {dir: ck, interval: 1ms}
-runtime: {ring_size: 2}
+checkpoint: {dir: ck, interval: 10ms}
 `)
 		return p
 	}
-	if code, _, stderr := cli(t, "run", "--quiet", job("100ms")); code != 1 || !strings.Contains(stderr, "oops") {
-		t.Fatalf("first run: exit %d, %s", code, stderr)
+	first := child(t, "run", "--quiet", job("100ms"))
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	for !hasCheckpoint(filepath.Join(dir, "ck")) {
+		select {
+		case err := <-done:
+			t.Fatalf("first run ended before its first checkpoint: %v", err)
+		case <-time.After(time.Millisecond):
+		}
 	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-done
 	code, _, stderr := cli(t, "run", "--quiet", "--restore", "latest", job("200ms"))
 	if code != 2 || !strings.Contains(stderr, "does not fit this job") || !strings.Contains(stderr, "region.ops[0]") {
 		t.Fatalf("restore into a changed window: exit %d, %s", code, stderr)
