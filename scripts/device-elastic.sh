@@ -2,8 +2,8 @@
 # device-elastic.sh DIR — the elastic demonstration on a many-core machine
 # from a prebuilt static binary (DIR/bin/streamd): examples/elastic/job.yaml
 # (rate 1 M → 6 M → 1 M records/s) under the level controller and under
-# DS2, with their timelines; then scripts/bench-flights.sh if DIR/sqlite
-# holds a sqlite3 binary (and its libraries).
+# DS2, with their timelines. (The flights job against sqlite3 and DuckDB:
+# scripts/flights-peers.sh, run by scripts/device-open.sh.)
 set -u
 dir=$(cd "${1:?usage: device-elastic.sh DIR}" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,11 +18,3 @@ for policy in levels ds2; do
     --elastic-log "$out/timeline-$policy.csv" 2>&1 | grep -v 'msg=elastic' | tail -22
   cat "$out/timeline-$policy.csv"
 done
-if [ -x "$dir/sqlite/sqlite3" ]; then
-  mkdir -p "$dir/path"
-  printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$dir/sqlite" "$dir/sqlite/sqlite3" >"$dir/path/sqlite3"
-  chmod +x "$dir/path/sqlite3"
-  echo "== flights vs sqlite3"
-  PATH="$dir/path:$PATH" timeout 150 "$root/scripts/bench-flights.sh" 3 2
-  PATH="$dir/path:$PATH" timeout 100 "$root/scripts/bench-flights.sh" 3 1 | tail -2
-fi

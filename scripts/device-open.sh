@@ -11,7 +11,11 @@
 #   issue 5: checkpoint cost (scripts/bench-checkpoint.sh, 3 pairs);
 #   issue 6: latency at half the maximum rate (scripts/latency-half.sh),
 #            Nexmark q0 q1 q2 q5 (closed loop), Benthos side by side on the
-#            flights CSV and on generated records (scripts/peers.sh).
+#            flights CSV and on generated records (scripts/peers.sh);
+#   parallel dataflow: the flights job against DuckDB (16 threads and 1)
+#            and sqlite3 (Python's module, if there is a python3), outputs
+#            compared value by value (scripts/flights-peers.sh, 14 channels;
+#            first, under a minute; also written to OUT/flights-peers.txt).
 # Each part runs under its own timeout; OUT (default a temporary
 # directory) receives the elastic timelines. Smaller runs (a smoke test on
 # a small machine): STREAMD_COUNT, STREAMD_RATE1, STREAMD_RATE2 (elastic),
@@ -20,10 +24,14 @@ set -u
 dir=$(cd "${1:?usage: device-open.sh DIR}" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(mktemp -d)
-for b in streamd benthos-peers gochan-peers; do gzip -dc "$dir/gz/$b.gz" >"$bin/$b" && chmod +x "$bin/$b"; done
+for b in streamd benthos-peers gochan-peers duckdb-peer; do gzip -dc "$dir/gz/$b.gz" >"$bin/$b" && chmod +x "$bin/$b"; done
 mkdir -p "$bin/bin" && ln -s "$bin/streamd" "$bin/bin/streamd"
 export STREAMD_BIN=$bin/streamd STREAMD_DATA=$dir/data
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, kernel $(uname -r)"
+echo "== parallel dataflow: flights against DuckDB and sqlite3"
+mkdir -p "${OUT:-$bin}"
+DUCKDB_PEER=$bin/duckdb-peer DUCKDB_THREADS=16 SOURCE_PARALLELISM=4 OUTPUT_WORKERS=4 SQLITE_RUNS=1 \
+  timeout 120 "$root/scripts/flights-peers.sh" 3 14 2>&1 | tee "${OUT:-$bin}/flights-peers.txt"
 echo "== issue 11: efficiency at k cores, serial fraction"
 STREAMD_RUNS=1 timeout 150 "$root/scripts/scaling-cores.sh" scaling
 STREAMD_RUNS=1 timeout 60 "$root/scripts/scaling-cores.sh" flights
