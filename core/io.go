@@ -110,6 +110,10 @@ type EncodingSink interface {
 // encoded it write it.
 type PositionalSink interface {
 	EncodingSink
+	// Positional says whether Positions can switch this sink outside
+	// exactly-once mode (a file: yes; standard output: no). Callable
+	// before Open.
+	Positional() bool
 	// Positions switches the sink to positional writes: it writes out
 	// what it buffered (the header) and returns the offset the encoded
 	// bytes start at. ok is false where the sink cannot (standard output,

@@ -172,11 +172,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 		}
 		job.Log = opt.Log
 		if !opt.Unpinned {
-			channels := 0
-			if job.Region != nil {
-				channels = job.Region.Channels
-			}
-			p := runtime.NewCorePlacer(channels, runtime.SourceWorkers(job), opt.Log)
+			p := runtime.JobPlacer(job, opt.Log)
 			job.Placer = p
 			res.Machine.Pinned = p.Pinned()
 		}

@@ -11,9 +11,5 @@ func place(f *jobfile.File, job *runtime.Job) {
 	if p := f.Spec.Runtime.Pin; p != nil && !*p {
 		return
 	}
-	channels := 0
-	if job.Region != nil {
-		channels = job.Region.Channels
-	}
-	job.Placer = runtime.NewCorePlacer(channels, runtime.SourceWorkers(job), job.Log)
+	job.Placer = runtime.JobPlacer(job, job.Log)
 }

@@ -423,6 +423,10 @@ func withMkdir(s core.Sink, dir, what string) core.Sink {
 // stays.
 type mkdirPositionalSink struct{ mkdirEncodingSink }
 
+func (m mkdirPositionalSink) Positional() bool {
+	return m.Sink.(core.PositionalSink).Positional()
+}
+
 func (m mkdirPositionalSink) Positions() (int64, bool, error) {
 	return m.Sink.(core.PositionalSink).Positions()
 }

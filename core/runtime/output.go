@@ -129,7 +129,7 @@ func (r *run) buildOutput(k int) error {
 	o := &output{chunkLeft: PartChunk}
 	o.sink, _ = r.job.Sink.(core.EncodingSink)
 	o.parts, _ = r.job.Sink.(core.PartSink)
-	if ps, ok := r.job.Sink.(core.PositionalSink); ok && o.parts == nil && r.ck == nil {
+	if ps, ok := r.job.Sink.(core.PositionalSink); ok && ps.Positional() && o.parts == nil && r.ck == nil {
 		start, ok, err := ps.Positions()
 		if err != nil {
 			return err

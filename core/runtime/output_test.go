@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -195,6 +196,36 @@ func TestOutputWorkersExactlyOnce(t *testing.T) {
 		}
 		if crashes < 2 || restores == 0 || workers == 0 {
 			t.Fatalf("seed %d: %d crashes, %d restores, %d runs with output workers", seed, crashes, restores, workers)
+		}
+	}
+}
+
+// Placement counts the output stages Run starts: K workers, and a writer
+// unless they write at offsets (a file without checkpoints) or are parts.
+func TestOutputStages(t *testing.T) {
+	dir := t.TempDir()
+	stdout, err := sink.Stdout("csv", io.Discard, sink.CSVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		sink core.Sink
+		ck   bool
+		want int
+	}{
+		{"file", sink.CSV(filepath.Join(dir, "a.csv"), sink.CSVOptions{}), false, 3},
+		{"file with checkpoints", sink.CSV(filepath.Join(dir, "b.csv"), sink.CSVOptions{}), true, 4},
+		{"stdout", stdout, false, 4},
+		{"parts", sink.CSVParts(filepath.Join(dir, "p"), 5, sink.CSVOptions{}), false, 5},
+	} {
+		job := outputJob(t, filepath.Join(dir, "unused.csv"), 2, 2, 3)
+		job.Sink = c.sink
+		if c.ck {
+			job.Checkpoint = &runtime.Checkpointing{}
+		}
+		if got := runtime.OutputStages(job); got != c.want {
+			t.Errorf("%s: %d output stages, want %d", c.name, got, c.want)
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
+
+	"streamd/core"
 
 	"streamd/sched"
 )
@@ -27,17 +30,18 @@ type CorePlacer struct {
 }
 
 // NewCorePlacer detects the usable CPU set (affinity mask and cgroup quota)
-// for a job of the given channel count and source workers (SourceWorkers;
-// 0 counts as the one source stage) and logs where the numbers came from.
-// The first source stage and the merger get the two reserved cores; every
-// other source worker and every channel leases one.
-func NewCorePlacer(channels, sources int, log *slog.Logger) *CorePlacer {
+// for a job of the given channel count, source workers (SourceWorkers; 0
+// counts as the one source stage) and output stages (OutputStages) and
+// logs where the numbers came from. The first source stage and the merger
+// get the two reserved cores; every other source worker, every channel
+// and every output stage leases one.
+func NewCorePlacer(channels, sources, outputs int, log *slog.Logger) *CorePlacer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cpus := sched.Detect()
 	p := &CorePlacer{log: log}
-	stages := channels + max(1, sources) + 1
+	stages := channels + max(1, sources) + 1 + outputs
 	log.Info("cpus", "detail", cpus.String())
 	switch {
 	case cpus.Cores() < stages:
@@ -78,4 +82,29 @@ func (p *CorePlacer) Start(stage string, index int, run func()) func() {
 		return nil
 	})
 	return func() { w.Wait() }
+}
+
+// JobPlacer is NewCorePlacer for job as Run will run it on this machine.
+func JobPlacer(job *Job, log *slog.Logger) *CorePlacer {
+	channels := 0
+	if job.Region != nil {
+		channels = job.Region.Channels
+	}
+	return NewCorePlacer(channels, SourceWorkers(job), OutputStages(job), log)
+}
+
+// OutputStages is how many output stages Run will start for job on this
+// machine: the output workers, and the writer when they have one (not a
+// parts sink, nor a file written at offsets without checkpoints).
+func OutputStages(job *Job) int {
+	k := outputWorkers(job, SourceWorkers(job), goruntime.NumCPU())
+	if k == 0 {
+		return 0
+	}
+	_, parts := job.Sink.(core.PartSink)
+	ps, ok := job.Sink.(core.PositionalSink)
+	if parts || (ok && ps.Positional() && job.Checkpoint == nil) {
+		return k
+	}
+	return k + 1
 }

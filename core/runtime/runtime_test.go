@@ -330,7 +330,7 @@ func (panicky) Process(*core.Batch, *core.Emitter) error { panic("bad operator")
 // A panic in a channel becomes the job's error; every stage stops.
 func TestPanicStopsJob(t *testing.T) {
 	def := core.OperatorDef{Name: "panicky", Out: testSchema, New: func(core.Env) (core.Operator, error) { return panicky{}, nil }}
-	for _, placer := range []runtime.Placer{nil, runtime.NewCorePlacer(2, 0, nil)} {
+	for _, placer := range []runtime.Placer{nil, runtime.NewCorePlacer(2, 0, 0, nil)} {
 		sink := &memSink{}
 		job := &runtime.Job{Source: &sliceSource{recs: genRecords(50000, 20, 3), rnd: rand.New(rand.NewPCG(1, 2))},
 			Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2, Placer: placer}

@@ -161,6 +161,9 @@ func (s *textSink) WriteEncoded(p []byte) error {
 	return nil
 }
 
+// Positional implements core.PositionalSink: file sinks only.
+func (s *textSink) Positional() bool { return s.path != "" }
+
 // Positions implements core.PositionalSink for file sinks outside
 // exactly-once mode: the buffer (the header) is written out and the
 // encoded bytes start after it.
