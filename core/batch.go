@@ -175,6 +175,66 @@ func (b *Batch) Append(seq, hash uint64, t, pos int64) []Value {
 	return b.Vals[n : n+w : n+w]
 }
 
+// Extend adds k records, all fields zero, with no sequence number or hash,
+// no event time (NoTime) and positions pos, pos+1, …, pos+k−1, for a
+// caller that fills them column by column (a Parquet reader). One growth
+// check per slice, not one per record.
+func (b *Batch) Extend(k int, pos int64) {
+	w := b.Schema.Width()
+	n := len(b.Vals)
+	if cap(b.Vals)-n < k*w {
+		b.Vals = append(b.Vals, make([]Value, k*w)...)
+	} else {
+		b.Vals = b.Vals[:n+k*w]
+	}
+	m := b.Len
+	b.Seq = extend(b.Seq, k)
+	b.Hash = extend(b.Hash, k)
+	b.Time = extend(b.Time, k)
+	b.Pos = extend(b.Pos, k)
+	for i := range k {
+		b.Time[m+i] = NoTime
+		b.Pos[m+i] = pos + int64(i)
+	}
+	b.Len += k
+}
+
+// Grow adds k records whose fields and metadata are left as they are: the
+// caller must set every one of them (Vals, Seq, Hash, Time, Pos) before
+// anyone reads the batch. For a caller that writes records by index (the
+// splitter scattering a batch over channels).
+func (b *Batch) Grow(k int) {
+	w := b.Schema.Width()
+	if n := len(b.Vals); cap(b.Vals)-n < k*w {
+		b.Vals = append(b.Vals, make([]Value, k*w)...)
+	} else {
+		b.Vals = b.Vals[:n+k*w]
+	}
+	b.Seq = grow(b.Seq, k)
+	b.Hash = grow(b.Hash, k)
+	b.Time = grow(b.Time, k)
+	b.Pos = grow(b.Pos, k)
+	b.Len += k
+}
+
+func grow[T uint64 | int64](s []T, k int) []T {
+	if n := len(s); cap(s)-n >= k {
+		return s[:n+k]
+	}
+	return append(s, make([]T, k)...)
+}
+
+// extend lengthens s by k zeroed elements.
+func extend[T uint64 | int64](s []T, k int) []T {
+	n := len(s)
+	if cap(s)-n < k {
+		return append(s, make([]T, k)...)
+	}
+	s = s[:n+k]
+	clear(s[n:])
+	return s
+}
+
 // AppendFrom copies record i of src (same width) with its metadata.
 func (b *Batch) AppendFrom(src *Batch, i int) {
 	row := b.Append(src.Seq[i], src.Hash[i], src.Time[i], src.Pos[i])

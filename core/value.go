@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // Type is the type of a field.
@@ -86,6 +87,13 @@ func (v Value) Float() float64 { return math.Float64frombits(v.n) }
 
 // Str returns the value of a String field.
 func (v Value) Str() string { return v.s }
+
+// Same reports whether v and w are the same value: v == w, but quick when
+// two strings share their bytes (interned keys), as a Go == on the struct
+// is not.
+func (v Value) Same(w Value) bool {
+	return v.n == w.n && len(v.s) == len(w.s) && (unsafe.StringData(v.s) == unsafe.StringData(w.s) || v.s == w.s)
+}
 
 // Bool returns the value of a Bool field.
 func (v Value) Bool() bool { return v.n != 0 }

@@ -39,6 +39,10 @@ type splitter struct {
 	lastWM int64
 	// cpu is the source stage's CPU account (waiting on full rings).
 	cpu *stageCPU
+	// scatter's scratch: each record's channel, records per channel, and
+	// the next free index in each channel's batch.
+	owners       []int32
+	counts, fill []int
 }
 
 func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, maxChannels int) (*splitter, error) {
@@ -115,16 +119,7 @@ func (s *splitter) route(b *core.Batch) error {
 			return err
 		}
 	default:
-		for i := 0; i < b.Len; i++ {
-			c := s.table.Owner(kvstate.KeyGroup(b.Hash[i], s.groups))
-			p := s.parts[c]
-			if p == nil {
-				p = core.NewBatch(b.Schema)
-				p.Stamp = b.Stamp
-				s.parts[c] = p
-			}
-			p.AppendFrom(b, i)
-		}
+		s.scatter(b)
 		b.Release()
 		for c, p := range s.parts {
 			if p == nil {
@@ -147,6 +142,42 @@ func (s *splitter) route(b *core.Batch) error {
 		}
 	}
 	return nil
+}
+
+// scatter copies b's records into per-channel batches (s.parts) by their
+// owners, in order: one pass to find owners and counts, one to copy each
+// record to its place (no per-record append). b stays the caller's.
+func (s *splitter) scatter(b *core.Batch) {
+	if cap(s.owners) < b.Len {
+		s.owners = make([]int32, b.Len)
+	}
+	owners := s.owners[:b.Len]
+	if len(s.counts) != len(s.rings) {
+		s.counts, s.fill = make([]int, len(s.rings)), make([]int, len(s.rings))
+	}
+	clear(s.counts)
+	for i := range owners {
+		c := s.table.Owner(kvstate.KeyGroup(b.Hash[i], s.groups))
+		owners[i] = int32(c)
+		s.counts[c]++
+	}
+	for c, k := range s.counts {
+		if k == 0 {
+			continue
+		}
+		p := core.NewBatch(b.Schema)
+		p.Stamp = b.Stamp
+		p.Grow(k)
+		s.parts[c], s.fill[c] = p, 0
+	}
+	w := b.Schema.Width()
+	for i, c := range owners {
+		p := s.parts[c]
+		j := s.fill[c]
+		s.fill[c]++
+		copy(p.Vals[j*w:(j+1)*w], b.Vals[i*w:(i+1)*w])
+		p.Seq[j], p.Hash[j], p.Time[j], p.Pos[j] = b.Seq[i], b.Hash[i], b.Time[i], b.Pos[i]
+	}
 }
 
 // broadcast sends a copy of marker b, with the next sequence number, to

@@ -248,9 +248,7 @@ func (s *ParquetSource) readBatch(cur *pqCursor) (*core.Batch, error) {
 	w := s.schema.Width()
 	b := core.NewBatch(s.schema)
 	k := min(int64(core.BatchSize), cur.rgLeft)
-	for i := int64(1); i <= k; i++ {
-		b.Append(0, 0, core.NoTime, cur.row+i)
-	}
+	b.Extend(int(k), cur.row+1)
 	anyNull := false
 	for ci, c := range cur.cols {
 		null, err := c.fill(b.Vals, w, ci, 0, int(k), cur.null)

@@ -75,6 +75,17 @@ func (k *keyDef) prefix(t *tuple) (hi, lo uint64) {
 	return uint64(t[0].Int()) ^ 1<<63, 0
 }
 
+// equal says whether a and b, tuples of this key, are the same key (==,
+// comparing only the key's fields, quick for interned strings).
+func (k *keyDef) equal(a, b *tuple) bool {
+	for j := range k.idx {
+		if !a[j].Same(b[j]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (k *keyDef) compare(a, b *tuple) int {
 	for j, typ := range k.types {
 		if c := core.Compare(typ, a[j], b[j]); c != 0 {

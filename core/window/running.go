@@ -84,7 +84,7 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		k := r.key.of(row)
 		st := r.state.Get(g, h)
-		for st != nil && st.key != k {
+		for st != nil && !r.key.equal(&st.key, &k) {
 			st = st.next
 		}
 		if st == nil {

@@ -254,7 +254,11 @@ func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
 		}
 		i--
 	}
-	st.panes = slices.Insert(st.panes, i, w.newPane(start))
+	if i == len(st.panes) { // the usual case: a pane after the others
+		st.panes = append(st.panes, w.newPane(start))
+	} else {
+		st.panes = slices.Insert(st.panes, i, w.newPane(start))
+	}
 	return i, true
 }
 
@@ -281,7 +285,7 @@ func (w *windowOp) register(st *keyState, i int, r ref) {
 
 func (w *windowOp) lookup(g int, h uint64, k *tuple) *keyState {
 	st := w.state.Get(g, h)
-	for st != nil && st.key != *k {
+	for st != nil && !w.key.equal(&st.key, k) {
 		st = st.next
 	}
 	return st
