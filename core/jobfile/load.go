@@ -51,6 +51,10 @@ type File struct {
 	// shifts lists, per line, where interpolation changed the length of
 	// the line, to map columns in text back to columns in the file.
 	shifts map[int][]shift
+	// files are the files a job being built reads or appends to (its
+	// input, lookup tables, dead-letter file), which its sink must not
+	// replace (see claimFile, checkNotClaimed).
+	files []claimed
 }
 
 // shift is one replaced ${…} on a line: it starts at column col of the

@@ -183,3 +183,62 @@ func TestRestoreWithoutCheckpoint(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A sink that would replace a file the job reads — its input, a lookup
+// table — or its dead-letter file is refused at the sink's path, also
+// through a symbolic or hard link, and a directory of parts holding the
+// input is refused too; a sink beside them is not.
+func TestSinkIsNotInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "data", "in.csv")
+	copyFile(t, "testdata/in.csv", in)
+	copyFile(t, "testdata/airports.csv", filepath.Join(dir, "airports.csv"))
+	if err := os.Symlink(in, filepath.Join(dir, "sym.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in, filepath.Join(dir, "hard.csv")); err != nil {
+		t.Fatal(err)
+	}
+	job := func(sink string) string {
+		return `dead_letter_path: dead.jsonl
+source:
+  csv:
+    path: data/in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+post:
+  - lookup_csv: {path: airports.csv, key: origin, table_key: iata}
+sink:
+  ` + sink + "\n"
+	}
+	for _, c := range []struct{ sink, want string }{
+		{"csv: {path: data/in.csv}", "job.yaml:9:15: sink.csv.path: " + in + " is the input file (source.csv.path, line 4): the sink would overwrite it"},
+		{"csv: {path: sym.csv}", "job.yaml:9:15: sink.csv.path: " + filepath.Join(dir, "sym.csv") + " is the input file"},
+		{"jsonl: {path: hard.csv}", "job.yaml:9:17: sink.jsonl.path: " + filepath.Join(dir, "hard.csv") + " is the input file"},
+		{"csv: {path: " + filepath.Join(dir, "airports.csv") + "}", "is a lookup_csv table (post[0].lookup_csv.path, line 7)"},
+		{"jsonl: {path: dead.jsonl}", "is the dead-letter file (dead_letter_path, line 1)"},
+		{"csv: {path: data, parts: 2}", "job.yaml:9:15: sink.csv.path: " + filepath.Join(dir, "data")},
+		{"csv: {path: data/out.csv}", ""},
+	} {
+		err := buildText(t, dir, job(c.sink), Options{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.sink, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one with %q", c.sink, err, c.want)
+		}
+	}
+	// A lookup table that looks like a part file, in the parts directory.
+	copyFile(t, "testdata/airports.csv", filepath.Join(dir, "p", "part-00000.csv"))
+	err := buildText(t, dir, `source:
+  csv:
+    path: data/in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+post:
+  - lookup_csv: {path: p/part-00000.csv, key: origin, table_key: iata}
+sink:
+  csv: {path: p, parts: 1}
+`, Options{})
+	if want := "job.yaml:8:15: sink.csv.path: " + filepath.Join(dir, "p") + " holds a lookup_csv table"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("parts directory holding a lookup table: error %v, want one with %q", err, want)
+	}
+}
