@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"streamd/core/sink"
 )
 
@@ -55,7 +57,9 @@ func (f *File) checkSinkPath(key, p string) error {
 		return f.checkParents(key, p)
 	}
 	if st.Mode().IsRegular() {
-		return nil
+		// Replaced by renaming a file written beside it: its directory
+		// must take new entries.
+		return f.checkWritableDir(key, filepath.Dir(p), p)
 	}
 	if st.Mode()&fs.ModeSymlink != 0 {
 		return f.errAt(key, "%s is a symbolic link: the sink would replace the link with its output (expected the path of a regular file, or of one to create)", p)
@@ -78,12 +82,18 @@ func (f *File) checkDeadLetterPath(key, p string) error {
 	if m := st.Mode(); m.IsDir() || m&fs.ModeSocket != 0 {
 		return f.errAt(key, "%s is %s (expected the path of a file to append to, or of one to create)", p, fileKind(m))
 	}
+	if err := unix.Access(p, unix.W_OK); err != nil {
+		return f.errAt(key, "%s cannot be appended to (%v)", p, err)
+	}
 	return nil
 }
 
-// checkParents refuses a path whose nearest existing parent is not a
-// directory (out/result.csv where out is a file). Any other problem (no
-// permission) is left to the sink, when the job runs.
+// checkParents refuses a path that cannot be created: its nearest
+// existing parent is not a directory (out/result.csv where out is a
+// file), or is a directory the job may not create entries in (no write or
+// search permission, a read-only file system). It creates nothing, so
+// that validate changes nothing on disk; a problem it cannot see (a full
+// disk) is left to the sink, when the job runs.
 func (f *File) checkParents(key, p string) error {
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
@@ -91,12 +101,24 @@ func (f *File) checkParents(key, p string) error {
 			if !st.IsDir() {
 				return f.errAt(key, "%s is not a directory, so %s cannot be created in it", d, p)
 			}
-			return nil
+			return f.checkWritableDir(key, d, p)
 		}
 		if d == filepath.Dir(d) {
 			return nil
 		}
 	}
+}
+
+// checkWritableDir refuses existing directory d, in which p (d itself or
+// a path under it) is to be created or replaced, if this process may not
+// create entries in it: access(2) for write and search, which also
+// reports a read-only file system. (Run as root, permission bits do not
+// stop it and nor does this check.)
+func (f *File) checkWritableDir(key, d, p string) error {
+	if err := unix.Access(d, unix.W_OK|unix.X_OK); err != nil {
+		return f.errAt(key, "%s cannot be created: directory %s is not writable (%v)", p, d, err)
+	}
+	return nil
 }
 
 func fileKind(m fs.FileMode) string {

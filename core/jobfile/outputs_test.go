@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -241,4 +242,94 @@ sink:
 	if want := "job.yaml:8:15: sink.csv.path: " + filepath.Join(dir, "p") + " holds a lookup_csv table"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("parts directory holding a lookup table: error %v, want one with %q", err, want)
 	}
+}
+
+// A sink, dead-letter file or checkpoint directory that cannot be created
+// is refused when the job is built (by validate too), at its key, and
+// building creates nothing: a path under a regular file always; a path in
+// a directory the job may not write (not as root, whom permission bits do
+// not stop).
+func TestOutputDirWritable(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, "testdata/in.csv", filepath.Join(dir, "in.csv"))
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ro, "old.csv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ro, "dead.jsonl"), nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	job := func(top, sink string) string {
+		return top + `source:
+  csv:
+    path: in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+sink:
+  csv: {path: ` + sink + "}\n"
+	}
+	before := tree(t, dir)
+	cases := []struct {
+		top, sink, want string
+		perm            bool // needs permission bits to hold (not root)
+	}{
+		{"", "in.csv/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"", "in.csv/a/b/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"on_error: dead_letter\ndead_letter_path: in.csv/dead.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"checkpoint: {dir: in.csv/chk}\n", "out.csv", "checkpoint.dir", false},
+		{"", "ro/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "out.csv") + " cannot be created: directory " + ro + " is not writable (permission denied)", true},
+		{"", "ro/sub/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "sub", "out.csv") + " cannot be created: directory " + ro + " is not writable", true},
+		{"", "ro/old.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "old.csv") + " cannot be created: directory " + ro, true},
+		{"on_error: dead_letter\ndead_letter_path: ro/new.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(ro, "new.jsonl") + " cannot be created", true},
+		{"on_error: dead_letter\ndead_letter_path: ro/dead.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(ro, "dead.jsonl") + " cannot be appended to (permission denied)", true},
+		{"checkpoint: {dir: ro/chk}\n", "out.csv", "job.yaml:1:19: checkpoint.dir: ", true},
+	}
+	for _, c := range cases {
+		if c.perm && os.Geteuid() == 0 {
+			continue
+		}
+		for _, validate := range []bool{true, false} {
+			err := buildText(t, dir, job(c.top, c.sink), Options{Validate: validate})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s%s (validate %v): error %v, want one with %q", c.top, c.sink, validate, err, c.want)
+			}
+			var je *Error
+			if !errors.As(err, &je) || je.Line == 0 {
+				t.Errorf("%s%s: error %v names no line", c.top, c.sink, err)
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		err := buildText(t, dir, "source:\n  csv:\n    path: in.csv\n    columns: {ts: timestamp}\nsink:\n  csv: {path: ro/parts, parts: 2}\n", Options{Validate: true})
+		if want := "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "parts") + " cannot be created"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parts in a read-only directory: error %v, want one with %q", err, want)
+		}
+	}
+	if err := buildText(t, dir, job("", "new/dir/out.csv"), Options{Validate: true}); err != nil {
+		t.Errorf("a sink whose directories will be created: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "job.yaml"))
+	if after := tree(t, dir); !slices.Equal(after, before) {
+		t.Errorf("building created or removed files: %q, was %q", after, before)
+	}
+}
+
+// tree lists the paths under dir.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
