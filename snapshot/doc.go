@@ -14,6 +14,11 @@
 //   - Every state file's size and CRC-32C are in the metadata; the metadata
 //     carries its own CRC-32C and a format version. Load verifies them all:
 //     a truncated, corrupt or missing file makes the checkpoint invalid.
+//   - State files are plain names inside their checkpoint's directory:
+//     writers cannot create others, and metadata naming anything else
+//     ("../x", an absolute path) makes the checkpoint invalid before a
+//     file is read, so a forged checkpoint cannot make a restore read
+//     outside it.
 //   - Older checkpoints are deleted only after a newer one is complete; the
 //     newest Retain complete ones are kept. Stray temporary directories
 //     (a crash while writing) are ignored and removed by Open.

@@ -235,7 +235,7 @@ func (w *Writer) WriteParts(name string, parts [][]byte) error {
 	if w.done {
 		return errors.New("checkpoint writer is closed")
 	}
-	if name == MetadataFile || name == "" || strings.ContainsAny(name, `/\`) {
+	if !stateFileName(name) {
 		return fmt.Errorf("checkpoint file name %q not allowed", name)
 	}
 	if err := w.write(name, parts...); err != nil {
@@ -419,6 +419,16 @@ func (s *Store) ids() ([]uint64, error) {
 	return ids, nil
 }
 
+// stateFileName says whether name may name a state file: a plain name in
+// the checkpoint's directory — not empty, not "." or "..", no path
+// separator, not MetadataFile. Writers are held to it, and Load refuses
+// metadata that names anything else: a forged or damaged name such as
+// "../x" or "/etc/x" would otherwise be read outside the checkpoint.
+func stateFileName(name string) bool {
+	return name != "" && name != "." && name != ".." && name != MetadataFile &&
+		!strings.ContainsAny(name, `/\`+"\x00") && filepath.IsLocal(name)
+}
+
 // Checkpoint is a verified, complete checkpoint.
 type Checkpoint struct {
 	Dir  string
@@ -451,6 +461,11 @@ func Load(dir string, fsys FS) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%w: %s: format version %d, this streamd reads %d", ErrCorrupt, dir, c.Meta.Version, FormatVersion)
 	}
 	for _, f := range c.Meta.Files {
+		if !stateFileName(f.Name) {
+			return nil, fmt.Errorf("%w: %s: metadata names state file %q, not a plain name in the checkpoint's directory", ErrCorrupt, dir, f.Name)
+		}
+	}
+	for _, f := range c.Meta.Files {
 		if _, err := c.ReadFile(f.Name); err != nil {
 			return nil, err
 		}
@@ -464,6 +479,9 @@ func (c *Checkpoint) ReadFile(name string) ([]byte, error) {
 	for _, f := range c.Meta.Files {
 		if f.Name != name {
 			continue
+		}
+		if !stateFileName(name) {
+			return nil, fmt.Errorf("%w: %s: state file %q is not a plain name in the checkpoint's directory", ErrCorrupt, c.Dir, name)
 		}
 		data, err := c.fs.ReadFile(filepath.Join(c.Dir, name))
 		if err != nil {

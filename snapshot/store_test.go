@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -365,5 +366,65 @@ func TestRemoveIsAtomic(t *testing.T) {
 		if strings.HasPrefix(e.Name(), tmpPrefix) {
 			t.Fatalf("%s left after Open", e.Name())
 		}
+	}
+}
+
+// Metadata that names a state file outside the checkpoint's directory
+// ("../x", an absolute path, ".", a name with a separator) — forged, with
+// a valid checksum, and pointing at a file whose size and checksum match —
+// is a corrupt checkpoint: nothing outside the directory is read, and
+// Latest falls back to the older checkpoint.
+func TestMetadataNamesConfined(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := Open(dir, 5, nil)
+	write(t, s, 1, map[string]string{"a": "one"})
+	write(t, s, 2, map[string]string{"a": "two"})
+	newest := filepath.Join(dir, Name(2))
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "x"), []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := filepath.Rel(newest, outside)
+	for _, name := range []string{"../x", rel, outside, ".", "..", "sub/../a", "", MetadataFile} {
+		forge(t, newest, name)
+		c, err := Load(newest, nil)
+		if err == nil || !errors.Is(err, ErrCorrupt) {
+			t.Errorf("metadata naming %q: Load gave %v, err %v; want a corrupt checkpoint", name, c, err)
+		}
+		if c, skipped, err := s.Latest(); err != nil || c.Meta.ID != 1 || len(skipped) != 1 || !errors.Is(skipped[0], ErrCorrupt) {
+			t.Errorf("metadata naming %q: latest %v, skipped %v, err %v; want checkpoint 1", name, c, skipped, err)
+		}
+	}
+	forge(t, newest, "a")
+	if _, err := Load(newest, nil); err != nil {
+		t.Fatalf("metadata rewritten with its own name: %v", err)
+	}
+}
+
+// forge rewrites checkpoint dir's metadata so that its one state file is
+// called name, with a valid metadata checksum.
+func forge(t *testing.T, dir, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env envelope
+	var m Metadata
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(env.Meta, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Files[0].Name = name
+	env.Meta, _ = json.Marshal(m)
+	env.CRC32C = Checksum(env.Meta)
+	data, _ = json.Marshal(env)
+	if err := os.WriteFile(filepath.Join(dir, MetadataFile), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -67,6 +67,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if err != nil {
 		return nil, f.errAt("on_error", "%s", strings.TrimPrefix(err.Error(), "on_error: "))
 	}
+	f.files = nil
 	if s.DeadLetterPath != "" {
 		if err := f.checkDeadLetterPath("dead_letter_path", f.path(s.DeadLetterPath)); err != nil {
 			return nil, err
@@ -151,6 +152,14 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	}
 	if job.Post, _, err = f.buildOps("post", s.Post, schema, errs, nil); err != nil {
 		return nil, err
+	}
+	if s.DeadLetterPath != "" {
+		// Checked once the input and lookup tables are claimed.
+		dl := f.path(s.DeadLetterPath)
+		if err := f.checkNotClaimed("dead_letter_path", dl, false, "dead letters would be appended to it"); err != nil {
+			return nil, err
+		}
+		f.claimFile("dead_letter_path", dl, "the dead-letter file")
 	}
 	if job.Sink, err = f.buildSink(opt); err != nil {
 		return nil, err

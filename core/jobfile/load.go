@@ -51,6 +51,10 @@ type File struct {
 	// shifts lists, per line, where interpolation changed the length of
 	// the line, to map columns in text back to columns in the file.
 	shifts map[int][]shift
+	// files are the files a job being built reads or appends to (its
+	// input, lookup tables, dead-letter file), which its sink must not
+	// replace (see claimFile, checkNotClaimed).
+	files []claimed
 }
 
 // shift is one replaced ${…} on a line: it starts at column col of the
@@ -138,13 +142,34 @@ func Parse(path string, data []byte) (*File, error) {
 	if len(f.ast.Docs) == 0 || f.ast.Docs[0].Body == nil || f.ast.Docs[0].Body.Type() == ast.CommentType {
 		return nil, &Error{File: path, Msg: "empty job file (expected at least source: and sink:)"}
 	}
+	for _, d := range f.ast.Docs {
+		if err := f.checkTags(d.Body, ""); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.checkIntegers(); err != nil {
 		return nil, err
 	}
-	if err := yaml.UnmarshalWithOptions([]byte(text), &f.Spec, yaml.DisallowUnknownField(), yaml.UseOrderedMap()); err != nil {
-		return nil, f.yamlError(err)
+	if err := f.decode(); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// decode decodes f.text into f.Spec. The YAML decoder panics on some
+// input (a tag where a list is expected; checkTags refuses those first,
+// with their position): any other panic is reported as an error of the
+// file, not a crash.
+func (f *File) decode() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Error{File: f.Path, Msg: fmt.Sprintf("cannot decode the file (YAML decoder: %v)", r)}
+		}
+	}()
+	if err := yaml.UnmarshalWithOptions([]byte(f.text), &f.Spec, yaml.DisallowUnknownField(), yaml.UseOrderedMap()); err != nil {
+		return f.yamlError(err)
+	}
+	return nil
 }
 
 var goTypeWords = regexp.MustCompile(`Go struct field ([\w.]+) of type ([\w.\[\]*]+)`)

@@ -24,6 +24,7 @@ func buildLookupCSV(b *opBuild, l *LookupCSVSpec) (core.OperatorDef, error) {
 	if err := b.lookupKey(l.Key); err != nil {
 		return core.OperatorDef{}, err
 	}
+	b.f.claimFile(b.path+".path", b.f.path(l.Path), "a lookup_csv table")
 	opts := ops.LookupCSVOptions{Path: b.f.path(l.Path), Key: l.Key, TableKey: l.TableKey, OnMiss: l.OnMiss}
 	for _, fl := range l.Fields {
 		col, as := splitAs(fl)

@@ -4,6 +4,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"streamd/core/sink"
 )
@@ -32,6 +35,9 @@ func (b *sinkBuild) parts(n int, p string) (int, error) {
 	if err := b.f.checkParents(b.path+".path", p); err != nil {
 		return 0, err
 	}
+	if err := b.f.checkNotClaimed(b.path+".path", p, true, "the sink would overwrite it"); err != nil {
+		return 0, err
+	}
 	return n, nil
 }
 
@@ -43,12 +49,17 @@ func (b *sinkBuild) parts(n int, p string) (int, error) {
 // a path under an existing file. A path that does not exist yet is fine:
 // the sink creates its directory. key is the job file key the path is at.
 func (f *File) checkSinkPath(key, p string) error {
+	if err := f.checkNotClaimed(key, p, false, "the sink would overwrite it"); err != nil {
+		return err
+	}
 	st, err := os.Lstat(p)
 	if err != nil {
 		return f.checkParents(key, p)
 	}
 	if st.Mode().IsRegular() {
-		return nil
+		// Replaced by renaming a file written beside it: its directory
+		// must take new entries.
+		return f.checkWritableDir(key, filepath.Dir(p), p)
 	}
 	if st.Mode()&fs.ModeSymlink != 0 {
 		return f.errAt(key, "%s is a symbolic link: the sink would replace the link with its output (expected the path of a regular file, or of one to create)", p)
@@ -71,12 +82,18 @@ func (f *File) checkDeadLetterPath(key, p string) error {
 	if m := st.Mode(); m.IsDir() || m&fs.ModeSocket != 0 {
 		return f.errAt(key, "%s is %s (expected the path of a file to append to, or of one to create)", p, fileKind(m))
 	}
+	if err := unix.Access(p, unix.W_OK); err != nil {
+		return f.errAt(key, "%s cannot be appended to (%v)", p, err)
+	}
 	return nil
 }
 
-// checkParents refuses a path whose nearest existing parent is not a
-// directory (out/result.csv where out is a file). Any other problem (no
-// permission) is left to the sink, when the job runs.
+// checkParents refuses a path that cannot be created: its nearest
+// existing parent is not a directory (out/result.csv where out is a
+// file), or is a directory the job may not create entries in (no write or
+// search permission, a read-only file system). It creates nothing, so
+// that validate changes nothing on disk; a problem it cannot see (a full
+// disk) is left to the sink, when the job runs.
 func (f *File) checkParents(key, p string) error {
 	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
@@ -84,12 +101,24 @@ func (f *File) checkParents(key, p string) error {
 			if !st.IsDir() {
 				return f.errAt(key, "%s is not a directory, so %s cannot be created in it", d, p)
 			}
-			return nil
+			return f.checkWritableDir(key, d, p)
 		}
 		if d == filepath.Dir(d) {
 			return nil
 		}
 	}
+}
+
+// checkWritableDir refuses existing directory d, in which p (d itself or
+// a path under it) is to be created or replaced, if this process may not
+// create entries in it: access(2) for write and search, which also
+// reports a read-only file system. (Run as root, permission bits do not
+// stop it and nor does this check.)
+func (f *File) checkWritableDir(key, d, p string) error {
+	if err := unix.Access(d, unix.W_OK|unix.X_OK); err != nil {
+		return f.errAt(key, "%s cannot be created: directory %s is not writable (%v)", p, d, err)
+	}
+	return nil
 }
 
 func fileKind(m fs.FileMode) string {
@@ -108,4 +137,66 @@ func fileKind(m fs.FileMode) string {
 		return "a device"
 	}
 	return "not a regular file"
+}
+
+// claimed is a file the job reads or appends to, at key in the job file.
+type claimed struct {
+	key, path, what string
+}
+
+// claimFile records that the job being built reads or appends to path
+// (what it is, for messages: "the input file"), so that checkNotClaimed
+// refuses a sink that would replace it.
+func (f *File) claimFile(key, path, what string) {
+	if path == "" || path == "-" {
+		return
+	}
+	f.files = append(f.files, claimed{key: key, path: path, what: what})
+}
+
+// checkNotClaimed refuses a sink path p (at key) that names a file the job
+// reads or appends to (claimFile): the sink replaces its path when the job
+// ends, so the job would overwrite its own input, a lookup table or its
+// dead letters (and a restored run would read its own output); harm says
+// so in the message. The dead-letter path is checked the same way against
+// the input and the lookup tables, which it would append to. With dir,
+// p is a directory of parts that the sink replaces whole: a claimed file
+// inside it is refused too. Paths are compared cleaned and absolute, and,
+// where both exist, as files (os.SameFile), which catches a symbolic or
+// hard link to the same file; only regular files and directories are
+// compared so (a device such as /dev/stderr is not anyone's input).
+func (f *File) checkNotClaimed(key, p string, dir bool, harm string) error {
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return filepath.Clean(p)
+	}
+	ap := abs(p)
+	pst, perr := os.Stat(p)
+	if perr == nil && !pst.Mode().IsRegular() && !pst.IsDir() {
+		pst, perr = nil, os.ErrInvalid
+	}
+	for _, c := range f.files {
+		ac := abs(c.path)
+		same := ac == ap
+		if !same && perr == nil {
+			if cst, err := os.Stat(c.path); err == nil && (cst.Mode().IsRegular() || cst.IsDir()) {
+				same = os.SameFile(pst, cst)
+			}
+		}
+		if same {
+			return f.errAt(key, "%s is %s (%s, line %d): %s", p, c.what, c.key, f.line(c.key), harm)
+		}
+		if dir && strings.HasPrefix(ac, ap+string(filepath.Separator)) {
+			return f.errAt(key, "%s holds %s %s (%s, line %d): the sink replaces the directory whole", p, c.what, c.path, c.key, f.line(c.key))
+		}
+	}
+	return nil
+}
+
+// line is the job file line of key (0 if unknown).
+func (f *File) line(key string) int {
+	l, _ := f.rawPos(f.pos(key))
+	return l
 }

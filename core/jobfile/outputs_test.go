@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,4 +183,153 @@ func TestRestoreWithoutCheckpoint(t *testing.T) {
 	if !errors.Is(err, snapshot.ErrNoCheckpoint) || !strings.Contains(err.Error(), "run without --restore to start afresh") {
 		t.Errorf("got %v", err)
 	}
+}
+
+// A sink that would replace a file the job reads — its input, a lookup
+// table — or its dead-letter file is refused at the sink's path, also
+// through a symbolic or hard link, and a directory of parts holding the
+// input is refused too; a sink beside them is not.
+func TestSinkIsNotInput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "data", "in.csv")
+	copyFile(t, "testdata/in.csv", in)
+	copyFile(t, "testdata/airports.csv", filepath.Join(dir, "airports.csv"))
+	if err := os.Symlink(in, filepath.Join(dir, "sym.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(in, filepath.Join(dir, "hard.csv")); err != nil {
+		t.Fatal(err)
+	}
+	job := func(sink string) string {
+		return `dead_letter_path: dead.jsonl
+source:
+  csv:
+    path: data/in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+post:
+  - lookup_csv: {path: airports.csv, key: origin, table_key: iata}
+sink:
+  ` + sink + "\n"
+	}
+	for _, c := range []struct{ sink, want string }{
+		{"csv: {path: data/in.csv}", "job.yaml:9:15: sink.csv.path: " + in + " is the input file (source.csv.path, line 4): the sink would overwrite it"},
+		{"csv: {path: sym.csv}", "job.yaml:9:15: sink.csv.path: " + filepath.Join(dir, "sym.csv") + " is the input file"},
+		{"jsonl: {path: hard.csv}", "job.yaml:9:17: sink.jsonl.path: " + filepath.Join(dir, "hard.csv") + " is the input file"},
+		{"csv: {path: " + filepath.Join(dir, "airports.csv") + "}", "is a lookup_csv table (post[0].lookup_csv.path, line 7)"},
+		{"jsonl: {path: dead.jsonl}", "is the dead-letter file (dead_letter_path, line 1)"},
+		{"csv: {path: data, parts: 2}", "job.yaml:9:15: sink.csv.path: " + filepath.Join(dir, "data")},
+		{"csv: {path: data/out.csv}", ""},
+	} {
+		err := buildText(t, dir, job(c.sink), Options{})
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.sink, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one with %q", c.sink, err, c.want)
+		}
+	}
+	// A lookup table that looks like a part file, in the parts directory.
+	copyFile(t, "testdata/airports.csv", filepath.Join(dir, "p", "part-00000.csv"))
+	err := buildText(t, dir, `source:
+  csv:
+    path: data/in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+post:
+  - lookup_csv: {path: p/part-00000.csv, key: origin, table_key: iata}
+sink:
+  csv: {path: p, parts: 1}
+`, Options{})
+	if want := "job.yaml:8:15: sink.csv.path: " + filepath.Join(dir, "p") + " holds a lookup_csv table"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("parts directory holding a lookup table: error %v, want one with %q", err, want)
+	}
+}
+
+// A sink, dead-letter file or checkpoint directory that cannot be created
+// is refused when the job is built (by validate too), at its key, and
+// building creates nothing: a path under a regular file always; a path in
+// a directory the job may not write (not as root, whom permission bits do
+// not stop).
+func TestOutputDirWritable(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, "testdata/in.csv", filepath.Join(dir, "in.csv"))
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ro, "old.csv"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ro, "dead.jsonl"), nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) })
+	job := func(top, sink string) string {
+		return top + `source:
+  csv:
+    path: in.csv
+    columns: {ts: timestamp, origin: string, delay: int64}
+sink:
+  csv: {path: ` + sink + "}\n"
+	}
+	before := tree(t, dir)
+	cases := []struct {
+		top, sink, want string
+		perm            bool // needs permission bits to hold (not root)
+	}{
+		{"", "in.csv/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"", "in.csv/a/b/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"on_error: dead_letter\ndead_letter_path: in.csv/dead.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(dir, "in.csv") + " is not a directory", false},
+		{"checkpoint: {dir: in.csv/chk}\n", "out.csv", "checkpoint.dir", false},
+		{"", "ro/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "out.csv") + " cannot be created: directory " + ro + " is not writable (permission denied)", true},
+		{"", "ro/sub/out.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "sub", "out.csv") + " cannot be created: directory " + ro + " is not writable", true},
+		{"", "ro/old.csv", "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "old.csv") + " cannot be created: directory " + ro, true},
+		{"on_error: dead_letter\ndead_letter_path: ro/new.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(ro, "new.jsonl") + " cannot be created", true},
+		{"on_error: dead_letter\ndead_letter_path: ro/dead.jsonl\n", "out.csv", "job.yaml:2:19: dead_letter_path: " + filepath.Join(ro, "dead.jsonl") + " cannot be appended to (permission denied)", true},
+		{"checkpoint: {dir: ro/chk}\n", "out.csv", "job.yaml:1:19: checkpoint.dir: ", true},
+	}
+	for _, c := range cases {
+		if c.perm && os.Geteuid() == 0 {
+			continue
+		}
+		for _, validate := range []bool{true, false} {
+			err := buildText(t, dir, job(c.top, c.sink), Options{Validate: validate})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s%s (validate %v): error %v, want one with %q", c.top, c.sink, validate, err, c.want)
+			}
+			var je *Error
+			if !errors.As(err, &je) || je.Line == 0 {
+				t.Errorf("%s%s: error %v names no line", c.top, c.sink, err)
+			}
+		}
+	}
+	if os.Geteuid() != 0 {
+		err := buildText(t, dir, "source:\n  csv:\n    path: in.csv\n    columns: {ts: timestamp}\nsink:\n  csv: {path: ro/parts, parts: 2}\n", Options{Validate: true})
+		if want := "job.yaml:6:15: sink.csv.path: " + filepath.Join(ro, "parts") + " cannot be created"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parts in a read-only directory: error %v, want one with %q", err, want)
+		}
+	}
+	if err := buildText(t, dir, job("", "new/dir/out.csv"), Options{Validate: true}); err != nil {
+		t.Errorf("a sink whose directories will be created: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "job.yaml"))
+	if after := tree(t, dir); !slices.Equal(after, before) {
+		t.Errorf("building created or removed files: %q, was %q", after, before)
+	}
+}
+
+// tree lists the paths under dir.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		out = append(out, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -40,6 +40,7 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
+	b.f.claimFile(b.path+".path", b.f.path(c.Path), "the input file")
 	s, err := source.CSV(b.f.path(c.Path), opts, b.errs)
 	if err != nil {
 		return nil, b.errAt(".path", "%v", err)

@@ -29,6 +29,7 @@ func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
 	if len(fs) == 0 {
 		return nil, b.errAt("", "missing fields (name: type)")
 	}
+	b.f.claimFile(b.path+".path", b.f.path(j.Path), "the input file")
 	s, err := source.JSONL(b.f.path(j.Path), fs, nil, b.errs)
 	if err != nil {
 		return nil, b.errAt(".path", "%v", err)

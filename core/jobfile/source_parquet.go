@@ -20,6 +20,7 @@ func buildParquet(b *sourceBuild, p *ParquetSpec) (core.Source, error) {
 	if p.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
+	b.f.claimFile(b.path+".path", b.f.path(p.Path), "the input file")
 	s, err := source.Parquet(b.f.path(p.Path), p.Columns, b.errs)
 	if err != nil {
 		return nil, b.errAt(".path", "%v", err)

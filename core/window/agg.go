@@ -3,6 +3,8 @@ package window
 import (
 	"fmt"
 	"math"
+	"math/big"
+	"math/bits"
 	"strings"
 
 	"streamd/core"
@@ -149,13 +151,15 @@ type bound struct {
 	in    core.Type
 	out   core.Type
 	pred  Predicate
+	name  string // the output field
+	arg   string // the input field, if any
 }
 
 func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
 	bs := make([]bound, len(aggs))
 	fields := make([]core.Field, len(aggs))
 	for i, a := range aggs {
-		b := bound{fn: a.Func, field: -1}
+		b := bound{fn: a.Func, field: -1, name: a.Name, arg: a.Field}
 		switch a.Func {
 		case Count:
 			b.out = core.Int64
@@ -193,12 +197,98 @@ func funcName(f Func) string {
 	return [...]string{"", "count", "sum", "min", "max", "avg", "count_if"}[f]
 }
 
-// acc is one aggregate's accumulator: n counts inputs, i holds integer sums,
-// minima and maxima (and count_if's count), f float ones.
+// acc is one aggregate's accumulator, 24 bytes (a pane holds inlineAccs
+// of them in place, see keyState). n counts inputs. i holds integer
+// minima and maxima, count_if's count, and the low word of an int64 sum.
+// w is a word of two uses, by the aggregate's input type: for a float64
+// input, the float sum, minimum or maximum (its bits: see f and setF); for
+// an int64 sum or avg, the high word of the sum (see addInt).
+//
+// An int64 sum is exact in 128 bits, sum = hi·2⁶⁴ + i with i read as a
+// signed int64 and hi = int64(w): hi counts i's signed overflows (+1 each
+// time adding wrapped it past MaxInt64, -1 past MinInt64), the way DuckDB
+// keeps SUM(BIGINT) in a HUGEINT. So the sum fits an int64 exactly when hi
+// is 0, and then it is i; and hi is 0 in every accumulator written before
+// sums were kept in 128 bits (w held the float 0.0 then), so old
+// checkpoints restore unchanged. |hi| ≤ n, since each input moves it by
+// at most one.
 type acc struct {
 	n int64
 	i int64
-	f float64
+	w uint64
+}
+
+// f is the float64 value of a float aggregate.
+func (a *acc) f() float64 { return math.Float64frombits(a.w) }
+
+// setF sets the float64 value of a float aggregate.
+func (a *acc) setF(v float64) { a.w = math.Float64bits(v) }
+
+// hi is the high word of an int64 sum.
+func (a *acc) hi() int64 { return int64(a.w) }
+
+// addInt adds v (or another sum's low word) to an int64 sum: the low word
+// wraps, and a signed overflow (both operands of one sign, the result of
+// the other) moves the high word by one toward v's sign. No allocation,
+// and the branch is almost never taken.
+func (a *acc) addInt(v int64) {
+	s := a.i + v
+	if (a.i^s)&(v^s) < 0 {
+		if v < 0 {
+			a.w--
+		} else {
+			a.w++
+		}
+	}
+	a.i = s
+}
+
+// fitsInt says whether an int64 sum fits an int64 (it is then a.i).
+func (a *acc) fitsInt() bool { return a.w == 0 }
+
+// sum128 is an int64 sum as a big integer (error paths only: it allocates).
+func (a *acc) sum128() *big.Int {
+	s := big.NewInt(a.hi())
+	s.Lsh(s, 64)
+	return s.Add(s, big.NewInt(a.i))
+}
+
+// avgInt is an int64 sum divided by n > 0, rounded to a float64. The
+// quotient is exact in 128 bits (|sum| ≤ n·2⁶³, so the quotient fits 64
+// bits and Div64's high word is below n); the remainder adds its fraction.
+// The result is within an ulp of the exact mean. A sum that fits an int64
+// keeps float64(sum)/n, the division used before sums were 128-bit, so
+// results without overflow do not change.
+func (a *acc) avgInt() float64 {
+	if a.fitsInt() {
+		return float64(a.i) / float64(a.n)
+	}
+	// Two's complement of hi·2⁶⁴ + i with i signed: borrow one from hi
+	// when i is negative.
+	hi, lo := uint64(a.hi()), uint64(a.i)
+	if a.i < 0 {
+		hi--
+	}
+	neg := int64(hi) < 0
+	if neg {
+		var b uint64
+		lo, b = bits.Sub64(0, lo, 0)
+		hi, _ = bits.Sub64(0, hi, b)
+	}
+	n := uint64(a.n)
+	if hi >= n { // not a sum of n int64s (|hi| ≤ n/2): no exact division
+		v := math.Ldexp(float64(hi), 64) + float64(lo)
+		if neg {
+			v = -v
+		}
+		return v / float64(n)
+	}
+	q, r := bits.Div64(hi, lo, n)
+	v := float64(q) + float64(r)/float64(n)
+	if neg {
+		v = -v
+	}
+	return v
 }
 
 func (b *bound) add(a *acc, row []core.Value) error {
@@ -216,14 +306,14 @@ func (b *bound) add(a *acc, row []core.Value) error {
 	case Sum, Avg:
 		a.n++
 		if b.in == core.Float64 {
-			a.f += row[b.field].Float()
+			a.setF(a.f() + row[b.field].Float())
 		} else {
-			a.i += row[b.field].Int()
+			a.addInt(row[b.field].Int())
 		}
 	case Min:
 		if b.in == core.Float64 {
-			if v := row[b.field].Float(); a.n == 0 || v < a.f {
-				a.f = v
+			if v := row[b.field].Float(); a.n == 0 || v < a.f() {
+				a.setF(v)
 			}
 		} else if v := row[b.field].Int(); a.n == 0 || v < a.i {
 			a.i = v
@@ -231,8 +321,8 @@ func (b *bound) add(a *acc, row []core.Value) error {
 		a.n++
 	case Max:
 		if b.in == core.Float64 {
-			if v := row[b.field].Float(); a.n == 0 || v > a.f {
-				a.f = v
+			if v := row[b.field].Float(); a.n == 0 || v > a.f() {
+				a.setF(v)
 			}
 		} else if v := row[b.field].Int(); a.n == 0 || v > a.i {
 			a.i = v
@@ -251,8 +341,12 @@ func (b *bound) merge(dst, src *acc) {
 		dst.i += src.i
 	case Sum, Avg:
 		dst.n += src.n
-		dst.i += src.i
-		dst.f += src.f
+		if b.in == core.Float64 {
+			dst.setF(dst.f() + src.f())
+		} else {
+			dst.addInt(src.i)
+			dst.w += src.w
+		}
 	case Min, Max:
 		if src.n == 0 {
 			return
@@ -264,8 +358,8 @@ func (b *bound) merge(dst, src *acc) {
 		dst.n += src.n
 		less := b.fn == Min
 		if b.in == core.Float64 {
-			if (src.f < dst.f) == less && src.f != dst.f {
-				dst.f = src.f
+			if sf, df := src.f(), dst.f(); (sf < df) == less && sf != df {
+				dst.setF(sf)
 			}
 		} else if (src.i < dst.i) == less && src.i != dst.i {
 			dst.i = src.i
@@ -284,12 +378,53 @@ func (b *bound) result(a *acc) core.Value {
 			return core.FloatValue(math.NaN())
 		}
 		if b.in == core.Float64 {
-			return core.FloatValue(a.f / float64(a.n))
+			return core.FloatValue(a.f() / float64(a.n))
 		}
-		return core.FloatValue(float64(a.i) / float64(a.n))
+		return core.FloatValue(a.avgInt())
 	}
 	if b.in == core.Float64 {
-		return core.FloatValue(a.f)
+		return core.FloatValue(a.f())
 	}
 	return core.IntValue(a.i)
+}
+
+// overflow returns why the result of aggs over accs does not fit the
+// output schema, or nil: an int64 sum beyond the int64 range (the first
+// such aggregate; avg takes any sum). The caller reports it by the job's
+// on_error policy instead of emitting the row: a wrapped sum would be a
+// silently wrong result. Cheap enough for the per-record path of running
+// aggregates: a compare or two per aggregate, no allocation.
+func overflow(aggs []bound, accs []acc) error {
+	for j := range aggs {
+		if b := &aggs[j]; b.fn == Sum && b.in == core.Int64 && !accs[j].fitsInt() {
+			return fmt.Errorf("aggregate %q: sum(%s) is %s, beyond the int64 range", b.name, b.arg, accs[j].sum128())
+		}
+	}
+	return nil
+}
+
+// describeRow renders an output row for a dead letter or an error:
+// prefix (window bounds, then key fields) with the aggregates of accs, an
+// int64 sum beyond int64 written exactly. Error paths only: it allocates.
+func describeRow(out *core.Schema, prefix []core.Value, aggs []bound, accs []acc) string {
+	var sb strings.Builder
+	var buf []byte
+	for i, f := range out.Fields {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		if i < len(prefix) {
+			buf = core.AppendText(buf[:0], f.Type, prefix[i])
+			sb.Write(buf)
+			continue
+		}
+		j := i - len(prefix)
+		if b := &aggs[j]; b.fn == Sum && b.in == core.Int64 && !accs[j].fitsInt() {
+			sb.WriteString(accs[j].sum128().String())
+			continue
+		}
+		buf = core.AppendText(buf[:0], f.Type, aggs[j].result(&accs[j]))
+		sb.Write(buf)
+	}
+	return sb.String()
 }

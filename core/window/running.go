@@ -54,7 +54,7 @@ func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
 	key, aggs, out := ka.key, ka.aggs, ka.out
 	state := kvstate.NewMap[uint64, running](spec.Groups)
 	return core.OperatorDef{Name: spec.Name, Out: out, State: "aggregate " + ka.describe(spec.Aggs), New: func(env core.Env) (core.Operator, error) {
-		return &runningOp{spec: spec, key: key, aggs: aggs, state: state, env: env, sizes: make([]int32, spec.Groups)}, nil
+		return &runningOp{spec: spec, key: key, aggs: aggs, out: out, state: state, env: env, sizes: make([]int32, spec.Groups)}, nil
 	}}, nil
 }
 
@@ -63,6 +63,7 @@ type runningOp struct {
 	spec  RunningSpec
 	key   keyDef
 	aggs  []bound
+	out   *core.Schema
 	state *kvstate.Map[uint64, running]
 	env   core.Env
 	snap  *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
@@ -98,6 +99,14 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 					return perr
 				}
 			}
+		}
+		if err := overflow(r.aggs, accs); err != nil {
+			// No row for this record: its key's state stays exact, and a
+			// later record may bring the sum back into range.
+			if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describeRow(r.out, k[:nk], r.aggs, accs), err); perr != nil {
+				return perr
+			}
+			continue
 		}
 		o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
 		copy(o, k[:nk])

@@ -16,7 +16,14 @@ import (
 //	groups
 //	  group, keys (4 bytes LE)
 //	    hash (8 bytes LE), key values (per key type), panes
-//	      start, one (n, i, f-bits as 8 bytes LE) per aggregate
+//	      start, one (n, i, w as 8 bytes LE) per aggregate
+//
+// n, i and w are an accumulator's fields (see acc): w is a float
+// aggregate's bits, or the high word of an int64 sum. The high word was
+// added (sums kept in 128 bits) without changing the format: before it, w
+// held the float 0.0 for an int64 sum, which reads as a high word of 0, so
+// checkpoints from before restore to the same sums (a sum that had wrapped
+// then restores as the wrapped value it was).
 //
 // The key count is fixed-width so that a group is written in one pass
 // over its keys (the count is filled in after them).
@@ -186,7 +193,7 @@ func appendAccs(dst []byte, accs []acc) []byte {
 	for _, a := range accs {
 		dst = binary.AppendVarint(dst, a.n)
 		dst = binary.AppendVarint(dst, a.i)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(a.f))
+		dst = binary.LittleEndian.AppendUint64(dst, a.w)
 	}
 	return dst
 }
@@ -231,7 +238,7 @@ func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 				p := w.newPane(d.varint())
 				accs := w.accs(&p)
 				for a := range accs {
-					accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
+					accs[a] = acc{n: d.varint(), i: d.varint(), w: d.u64()}
 				}
 				if d.err != nil {
 					return d.err
@@ -424,7 +431,7 @@ func (r *runningOp) RestoreGroups(data []byte, keep func(group int) bool) error 
 			}
 			accs := r.accs(st)
 			for a := range accs {
-				accs[a] = acc{n: d.varint(), i: d.varint(), f: math.Float64frombits(d.u64())}
+				accs[a] = acc{n: d.varint(), i: d.varint(), w: d.u64()}
 			}
 			if d.err != nil {
 				return d.err

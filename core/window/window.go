@@ -122,7 +122,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Order: order,
 		State: fmt.Sprintf("window size=%dns slide=%dns %s", spec.Size, spec.Slide, ka.describe(spec.Aggs)),
 		New: func(env core.Env) (core.Operator, error) {
-			w := &windowOp{spec: spec, key: key, aggs: aggs, nk: nk, state: state, env: env,
+			w := &windowOp{spec: spec, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
 				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
 			if env.Rescaled {
 				w.wm = env.Watermark
@@ -136,6 +136,7 @@ type windowOp struct {
 	spec  Spec
 	key   keyDef
 	aggs  []bound
+	out   *core.Schema
 	nk    int
 	state *kvstate.Map[uint64, keyState]
 	env   core.Env
@@ -371,12 +372,18 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 					w.aggs[a].merge(&w.tmp[a], &accs[a])
 				}
 			}
-			row := out.Append(seq, 0, end-1, 0)
-			row[0] = core.TimeValue(end - w.spec.Size)
-			row[1] = core.TimeValue(end)
-			copy(row[2:], st.key[:w.nk])
-			for a := range w.aggs {
-				row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
+			if err := overflow(w.aggs, w.tmp); err != nil {
+				if err := w.overflowed(end, st, err); err != nil {
+					return err
+				}
+			} else {
+				row := out.Append(seq, 0, end-1, 0)
+				row[0] = core.TimeValue(end - w.spec.Size)
+				row[1] = core.TimeValue(end)
+				copy(row[2:], st.key[:w.nk])
+				for a := range w.aggs {
+					row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
+				}
 			}
 			for j := range drop {
 				if ext := st.panes[j].ext; ext != nil {
@@ -397,6 +404,15 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 			return err
 		}
 	}
+}
+
+// overflowed reports, by the job's on_error policy, the window ending at
+// end of key st whose result does not fit the output (err says why): the
+// row is not emitted. The dead letter is the row, the sum written exactly,
+// with no input position (a window has none).
+func (w *windowOp) overflowed(end int64, st *keyState, err error) error {
+	prefix := append([]core.Value{core.TimeValue(end - w.spec.Size), core.TimeValue(end)}, st.key[:w.nk]...)
+	return w.env.Errors.Bad(w.spec.Name, 0, describeRow(w.out, prefix, w.aggs, w.tmp), err)
 }
 
 func floorDiv(a, b int64) int64 {
