@@ -147,6 +147,7 @@ func (k keyedAgg) describe(specs []Agg) string {
 // bound is an Agg resolved against the input schema.
 type bound struct {
 	fn    Func
+	op    addOp // fn and input type in one, for the per-record switch
 	field int
 	in    core.Type
 	out   core.Type
@@ -187,6 +188,7 @@ func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
 		default:
 			return nil, nil, fmt.Errorf("aggregate %q: no function", a.Name)
 		}
+		b.op = opOf(b.fn, b.in)
 		bs[i] = b
 		fields[i] = core.Field{Name: a.Name, Type: b.out}
 	}
@@ -289,6 +291,73 @@ func (a *acc) avgInt() float64 {
 		v = -v
 	}
 	return v
+}
+
+// addOp is what adding a record does to an accumulator, for the common
+// aggregates: the window's per-record loop (addAll) switches on it without
+// a call; opOther goes through bound.add.
+type addOp uint8
+
+const (
+	opOther addOp = iota
+	opCount
+	opSumInt  // sum and avg of int64
+	opMaxInt  // max of int64 or timestamp
+	opMinInt  // min of int64 or timestamp
+	opSumFloat
+)
+
+func opOf(fn Func, in core.Type) addOp {
+	isInt := in == core.Int64 || in == core.Timestamp
+	switch {
+	case fn == Count:
+		return opCount
+	case (fn == Sum || fn == Avg) && in == core.Int64:
+		return opSumInt
+	case (fn == Sum || fn == Avg) && in == core.Float64:
+		return opSumFloat
+	case fn == Max && isInt:
+		return opMaxInt
+	case fn == Min && isInt:
+		return opMinInt
+	}
+	return opOther
+}
+
+// addAll adds row to each aggregate's accumulator (accs[a] for aggs[a]):
+// bound.add for every one, inlined for the common kinds. It returns the
+// first error and the aggregate's index; the others are still added.
+func addAll(aggs []bound, accs []acc, row []core.Value) (int, error) {
+	accs = accs[:len(aggs)]
+	bad, first := -1, error(nil)
+	for a := range aggs {
+		b, ac := &aggs[a], &accs[a]
+		switch b.op {
+		case opCount:
+			ac.n++
+		case opSumInt:
+			ac.n++
+			ac.addInt(row[b.field].Int())
+		case opSumFloat:
+			ac.n++
+			ac.setF(ac.f() + row[b.field].Float())
+		case opMaxInt:
+			if v := row[b.field].Int(); ac.n == 0 || v > ac.i {
+				ac.i = v
+			}
+			ac.n++
+		case opMinInt:
+			if v := row[b.field].Int(); ac.n == 0 || v < ac.i {
+				ac.i = v
+			}
+			ac.n++
+		default:
+			if err := b.add(ac, row); err != nil && first == nil {
+				bad, first = a, err
+			}
+		}
+	}
+	return bad, first
 }
 
 func (b *bound) add(a *acc, row []core.Value) error {

@@ -93,11 +93,9 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 			r.state.Put(g, h, st)
 		}
 		accs := r.accs(st)
-		for a := range r.aggs {
-			if err := r.aggs[a].add(&accs[a], row); err != nil {
-				if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
-					return perr
-				}
+		if _, err := addAll(r.aggs, accs, row); err != nil {
+			if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+				return perr
 			}
 		}
 		if err := overflow(r.aggs, accs); err != nil {

@@ -233,11 +233,9 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			w.register(st, pi, ref{g: int32(g), h: h, st: st})
 		}
 		accs := w.accs(&st.panes[pi])
-		for a := range w.aggs {
-			if err := w.aggs[a].add(&accs[a], row); err != nil {
-				if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
-					return perr
-				}
+		if _, err := addAll(w.aggs, accs, row); err != nil {
+			if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+				return perr
 			}
 		}
 	}
