@@ -301,9 +301,9 @@ type addOp uint8
 const (
 	opOther addOp = iota
 	opCount
-	opSumInt  // sum and avg of int64
-	opMaxInt  // max of int64 or timestamp
-	opMinInt  // min of int64 or timestamp
+	opSumInt // sum and avg of int64
+	opMaxInt // max of int64 or timestamp
+	opMinInt // min of int64 or timestamp
 	opSumFloat
 )
 
