@@ -675,6 +675,22 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) er
 	}
 	cfg := elastic.DefaultConfig()
 	cfg.InitialChannels = reg.Channels
+	// Counts are ≥ 0 (0: the default); a negative one used to be taken
+	// silently as the default (random_every: -1 left the levels
+	// controller on instead of a schedule).
+	for _, c := range []struct {
+		key string
+		v   int
+	}{
+		{"min_channels", e.MinChannels},
+		{"max_channels", e.MaxChannels},
+		{"scale_down_periods", e.ScaleDownPeriods},
+		{"random_every", e.RandomEvery},
+	} {
+		if c.v < 0 {
+			return f.errAt("region.elastic."+c.key, "%s must be positive (or 0 for the default), not %d", c.key, c.v)
+		}
+	}
 	period, err := f.duration("region.elastic.period", e.Period, time.Duration(cfg.PeriodNs))
 	if err != nil {
 		return err
