@@ -109,6 +109,12 @@ func (s *partsSink) Open(schema *core.Schema) error {
 		return s.fail(fmt.Errorf("create temporary directory in %s: %w", parent, err))
 	}
 	s.tmp = tmp
+	// MkdirTemp makes it 0700, which the rename would keep: give the
+	// directory the mode that goes with the parts' 0644 (file.go).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		s.discard()
+		return s.fail(err)
+	}
 	for p := range s.n {
 		path := filepath.Join(tmp, PartName(p, s.kind))
 		part := &textSink{kind: s.kind, name: path, path: path, newFormat: s.newFormat}

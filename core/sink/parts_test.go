@@ -109,3 +109,20 @@ func TestParts(t *testing.T) {
 		t.Fatalf("after a refusal: %v", got)
 	}
 }
+
+// TestPartsDirMode: the directory of parts is readable like the parts and
+// the single-file sinks' files (0644), not left at the temporary
+// directory's 0700.
+func TestPartsDirMode(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := writeParts(t, CSVParts(out, 2, CSVOptions{Header: true}), [][]rec{records()[:1], nil}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Mode().Perm(); m != 0o755 {
+		t.Fatalf("directory of parts has mode %o, want 755", m)
+	}
+}
