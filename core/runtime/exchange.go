@@ -171,14 +171,15 @@ type exchange struct {
 	routed        []int      // by worker: the index in configs its splitter routes under
 
 	// Dead letters: each worker's pre-region operators and block reads
-	// report bad records to its own deferred policy (errs[w]); at a block's
-	// end the worker hands the block's dead letters over (letters), and
-	// they are written in block order (lettersMu), so the dead-letter file
-	// is the one reader's whatever M is.
+	// report bad records to its own deferred policy (errs[w]); its
+	// splitter hands them to the merger's queue (letters.go) before it
+	// pushes anything after them, tagged with the last sequence number
+	// they can precede, and the merger writes all dead letters — the
+	// workers' and the channels' — in input order.
 	errs      []*core.ErrorPolicy
 	lettersMu sync.Mutex
-	nextBlock int              // the next block whose dead letters are written
-	letters   map[int][][]byte // finished blocks' dead letters, waiting for their turn
+	nextBlock int          // the first block not yet read to its end
+	done      map[int]bool // blocks read to their end, beyond nextBlock
 	// A block whose read fails (a bad record under on_error: fail, a
 	// pre-region operator's error) fails the job only when every block
 	// before it was read without failing: the error is the one reader's,
@@ -239,7 +240,7 @@ func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU())
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	n := reg.Channels
-	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, letters: map[int][][]byte{}, failBlock: -1}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
 	x.turn = sync.NewCond(&x.lettersMu)
 	first := &routing{block: r.startBlock}
 	for w := range m {
@@ -255,10 +256,11 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 			return err
 		}
 		first.rings = append(first.rings, rings)
+		errs := r.job.Errors.Deferred()
+		sp.errs, sp.letters = errs, &r.letters
 		sc := r.newStageCPU("source", w)
 		sc.replicated = true
 		sp.cpu = sc
-		errs := r.job.Errors.Deferred()
 		pre, err := r.instantiate(r.job.Pre, core.Env{Channel: w, Channels: m, Errors: errs}, r.preCounters)
 		if err != nil {
 			return err
@@ -467,30 +469,24 @@ func (r *run) placeChange(n, b int) error {
 	return nil
 }
 
-// blockLetters hands over block b's dead letters and writes those of every
-// finished block whose turn has come, in block order.
-func (r *run) blockLetters(b int, lines [][]byte) error {
+// blockDone notes that block b was read to its end (its dead letters
+// handed to the merger's queue) and moves nextBlock over every finished
+// block, in block order, for blockFailed.
+func (r *run) blockDone(b int) {
 	x := r.x
 	x.lettersMu.Lock()
 	defer x.lettersMu.Unlock()
-	x.letters[b] = lines
+	x.done[b] = true
 	defer x.turn.Broadcast()
-	for {
-		l, ok := x.letters[x.nextBlock]
-		if !ok {
-			return nil
-		}
-		delete(x.letters, x.nextBlock)
+	for x.done[x.nextBlock] {
+		delete(x.done, x.nextBlock)
 		x.nextBlock++
-		if err := r.job.Errors.WriteDeferred(l); err != nil {
-			return err
-		}
 	}
 }
 
 // blockFailed is what worker reading block b does when the read fails with
-// err: wait until every block before b is read (their dead letters
-// written) or an earlier block failed too, and say whether err is the
+// err: wait until every block before b is read to its end (its dead letters
+// handed over) or an earlier block failed too, and say whether err is the
 // job's error (b is the first failed block). A cancelled run does not
 // wait.
 func (r *run) blockFailed(b int, err error) bool {
@@ -595,11 +591,10 @@ func (r *run) sourceWorker(w, m int) {
 			}
 			break
 		}
-		// Before the block-end markers: once a channel has seen every
-		// block before a barrier end, their dead letters are written.
-		if err = r.blockLetters(b, r.x.errs[w].TakeDeferred()); err != nil {
-			break
-		}
+		// Dead letters met after the block's last batch go to the merger
+		// before the block-end markers (letters.go).
+		r.letters.add(r.x.errs[w], sp.seq)
+		r.blockDone(b)
 		if sp.seq-base >= 1<<blockSeqBits-1 {
 			err = fmt.Errorf("source block %d holds more than %d records and markers", b, uint64(1)<<blockSeqBits-1)
 			break

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -506,4 +507,48 @@ func TestExchangeLiveChanges(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Malformed input (dead-lettered by the source workers) and late records
+// (by the channels) in one job: the merger writes all dead letters in
+// input order, so the file is the same for every source parallelism,
+// channel count and run, and its positions never go back.
+func TestExchangeMixedDeadLettersInOrder(t *testing.T) {
+	recs := outOfOrder(30_000, 200, 21)
+	run := func(m, n int) string {
+		dl := filepath.Join(t.TempDir(), "dead.jsonl")
+		src := newBlockSource(recs, 6)
+		src.every = 211
+		job, _ := exchangeJob(t, src, m, n, 60e9, 0, dl)
+		src.errs = job.Errors
+		rep, err := runtime.Run(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%d workers, %d channels: %v", m, n, err)
+		}
+		if rep.Late == 0 || rep.DeadLetters <= rep.Late {
+			t.Fatalf("%d workers, %d channels: %d late, %d dead letters: not both kinds", m, n, rep.Late, rep.DeadLetters)
+		}
+		b, err := os.ReadFile(dl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := run(1, 1)
+	last := int64(0)
+	for _, line := range strings.Split(strings.TrimSpace(want), "\n") {
+		var l struct{ Pos int64 }
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Pos < last {
+			t.Fatalf("position %d after %d: not in input order", l.Pos, last)
+		}
+		last = l.Pos
+	}
+	for _, mn := range [][2]int{{1, 1}, {2, 3}, {3, 2}, {8, 8}, {8, 1}} {
+		if got := run(mn[0], mn[1]); got != want {
+			t.Fatalf("%d workers, %d channels: dead-letter file differs (%d vs %d bytes)", mn[0], mn[1], len(got), len(want))
+		}
+	}
 }

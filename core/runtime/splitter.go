@@ -39,6 +39,12 @@ type splitter struct {
 	lastWM int64
 	// cpu is the source stage's CPU account (waiting on full rings).
 	cpu *stageCPU
+	// errs, for a source worker, is its deferred error policy: what it
+	// holds is handed to letters (the merger's queue) before the splitter
+	// pushes anything after it (nil for the single source stage, whose
+	// source writes its dead letters itself).
+	errs    *core.ErrorPolicy
+	letters *letterQueue
 	// scatter's scratch: each record's channel, records per channel, and
 	// the next free index in each channel's batch.
 	owners       []int32
@@ -90,6 +96,12 @@ func (s *splitter) use(rings []*ring.SPSC[*core.Batch], table *kvstate.Table) {
 
 // route takes ownership of b.
 func (s *splitter) route(b *core.Batch) error {
+	if s.errs != nil {
+		// Dead letters of records before b's (and of b's, reported while
+		// it was read): every sequence number they can precede is at most
+		// the last b's records or marker will get.
+		s.letters.add(s.errs, s.seq+uint64(max(1, b.Len)))
+	}
 	if b.Kind != core.Data {
 		return s.broadcast(b)
 	}
