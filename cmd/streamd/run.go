@@ -48,11 +48,13 @@ func newRunCmd() *cobra.Command {
 		Short: "Run a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("source-parallelism") && fl.sourcePar < 1 {
-				return usageErr(fmt.Errorf("--source-parallelism must be ≥ 1, not %d", fl.sourcePar))
+			// 0 (auto) is the job file's default; on the command line a
+			// count is given, so the range starts at 1.
+			if cmd.Flags().Changed("source-parallelism") && (fl.sourcePar < 1 || fl.sourcePar > 256) {
+				return usageErr(fmt.Errorf("--source-parallelism must be between 1 and 256, not %d (leave it out for auto)", fl.sourcePar))
 			}
-			if cmd.Flags().Changed("output-workers") && fl.outWorkers < 1 {
-				return usageErr(fmt.Errorf("--output-workers must be ≥ 1, not %d", fl.outWorkers))
+			if cmd.Flags().Changed("output-workers") && (fl.outWorkers < 1 || fl.outWorkers > 256) {
+				return usageErr(fmt.Errorf("--output-workers must be between 1 and 256, not %d (leave it out for auto)", fl.outWorkers))
 			}
 			if cmd.Flags().Changed("channels") && fl.channels < 1 {
 				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
