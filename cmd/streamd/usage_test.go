@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,4 +177,35 @@ func readTestFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// validate reads nothing from standard input: a stdin source with fields
+// is checked without it (the input is still there afterwards), and one
+// whose columns would come from the header is refused with a hint.
+func TestValidateLeavesStdinAlone(t *testing.T) {
+	dir := t.TempDir()
+	withFields := filepath.Join(dir, "fields.yaml")
+	writeTestFile(t, withFields, "source:\n  stdin: {format: csv, fields: {k: string, v: int64}}\nsink: {csv: {path: out.csv}}\n")
+	fromHeader := filepath.Join(dir, "header.yaml")
+	writeTestFile(t, fromHeader, "source:\n  stdin: {format: csv}\nsink: {csv: {path: out.csv}}\n")
+	in := filepath.Join(dir, "in.csv")
+	writeTestFile(t, in, "k,v\na,1\n")
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	if code, stdout, stderr := cli(t, "validate", withFields); code != 0 || !strings.Contains(stdout, "ok") {
+		t.Fatalf("validate with fields: exit %d, %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, "validate", fromHeader); code != 2 || !strings.Contains(stderr, "header.yaml:2:3") || !strings.Contains(stderr, "give fields") {
+		t.Fatalf("validate without fields: exit %d, %s", code, stderr)
+	}
+	rest, err := io.ReadAll(f)
+	if err != nil || string(rest) != "k,v\na,1\n" {
+		t.Fatalf("standard input after validate: %q, %v", rest, err)
+	}
 }

@@ -362,6 +362,9 @@ type opBuild struct {
 type sourceBuild struct {
 	keyAt
 	errs *core.ErrorPolicy
+	// validate: streamd validate builds the job (Options.Validate), and a
+	// source must not consume input that cannot be read again (stdin).
+	validate bool
 }
 
 // sinkBuild is what a sink's builder is given.

@@ -1,6 +1,8 @@
 package jobfile
 
 import (
+	"strings"
+
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
@@ -29,7 +31,16 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := source.Stdin("csv", source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, b.errs)
+		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}
+		if b.validate {
+			// validate must not read standard input: with fields the
+			// columns are known; without, they are the header's.
+			if len(opts.Columns) == 0 {
+				return nil, b.errAt("", "validate cannot learn this source's columns without reading standard input (they are its header): give fields (name: type) to validate it")
+			}
+			so.Reader, so.Header = strings.NewReader(""), false
+		}
+		s, err := source.Stdin("csv", so, b.errs)
 		if err != nil {
 			return nil, b.errAt("", "%v", err)
 		}
@@ -42,7 +53,11 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		if len(fs) == 0 {
 			return nil, b.errAt("", "missing fields (name: type)")
 		}
-		s, err := source.Stdin("jsonl", source.StdinOptions{Columns: fs}, b.errs)
+		so := source.StdinOptions{Columns: fs}
+		if b.validate {
+			so.Reader = strings.NewReader("") // validate reads nothing
+		}
+		s, err := source.Stdin("jsonl", so, b.errs)
 		if err != nil {
 			return nil, b.errAt("", "%v", err)
 		}
