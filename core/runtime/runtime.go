@@ -50,6 +50,7 @@ type run struct {
 	regionOut         *core.Schema
 	regionCounters    []*core.Counters
 	letters           letterQueue        // the channels' dead letters, for the merger (letters.go)
+	failures          failures           // operator failures in channels, decided in input order (failure.go)
 	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial
 	recordsIn, recOut atomic.Int64
 	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
@@ -127,6 +128,10 @@ type ChannelStats struct {
 	// Batches counts the batches (data and markers) the channel has
 	// finished, to compare with what the splitter pushed to it.
 	Batches atomic.Uint64
+	// alive while the channel's stage runs; progress: the last sequence
+	// number it has processed (failure.go).
+	alive    atomic.Bool
+	progress atomic.Uint64
 }
 
 func (r *run) fail(err error) {
@@ -827,7 +832,10 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		idle = 0
 		return send(b)
 	})
+	stats.alive.Store(true)
 	defer func() {
+		stats.alive.Store(false)
+		r.checkFailures() // a failure may have waited for this channel
 		out.Close()
 		r.bell.ring()
 	}()
@@ -852,6 +860,10 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			return // closed without End: the source failed and said so
 		}
 		kind, last, n := b.Kind, b.LastSeq(), b.Len
+		lo := last
+		if kind == core.Data && n > 0 {
+			lo = b.Seq[0]
+		}
 		cur = last
 		var retire bool
 		if kind == core.Reconfig {
@@ -889,12 +901,20 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			progress = last
 		}
 		if err != nil {
-			if !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
-				r.fail(fmt.Errorf("channel %d: %w", c, err))
+			if errors.Is(err, ring.ErrCanceled) || errors.Is(err, ring.ErrClosed) {
+				in.Cancel()
+				return
 			}
-			in.Cancel()
+			// An operator failed: the first failure in input order fails
+			// the job, whichever channel meets it first (failure.go).
+			pending.Release()
+			pending = nil
+			r.registerFailure(c, lo, max(last, progress), err)
+			r.drainFailed(c, in, insts, send, sc)
 			return
 		}
+		stats.progress.Store(progress)
+		r.checkFailures()
 		if kind == core.End || retire {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/core/runtime"
@@ -168,5 +169,72 @@ func closedOnceWithChanges(t *testing.T, workers int) {
 	l.check(t, "changes")
 	if l.opened.Load() <= 2 {
 		t.Fatalf("only %d instances opened: no channel was added", l.opened.Load())
+	}
+}
+
+// rejectOp fails (through the error policy, under on_error: fail) on every
+// record whose v is bad; on records of key slow it first waits a little,
+// so that the channel holding the input's first bad record is the last to
+// reach it.
+type rejectOp struct {
+	core.Base
+	env  core.Env
+	bad  int64
+	slow string
+}
+
+func (o *rejectOp) Process(in *core.Batch, out *core.Emitter) error {
+	for i := 0; i < in.Len; i++ {
+		row := in.Row(i)
+		if row[0].Str() == o.slow {
+			time.Sleep(50 * time.Microsecond)
+		}
+		if row[1].Int() == o.bad {
+			if err := o.env.Errors.Bad("reject", in.Pos[i], row[0].Str(), errors.New("bad value")); err != nil {
+				return err
+			}
+		}
+	}
+	return out.Emit(in)
+}
+
+// Under on_error: fail an operator in a channel fails the job with the
+// first bad record in input order, as one channel does, whatever the
+// channel count, source parallelism and timing; every stage returns
+// (goleak) and the sink is aborted.
+func TestChannelFailNamesFirstBadRecord(t *testing.T) {
+	recs := genRecords(60_000, 50, 17)
+	first := -1
+	for i, r := range recs {
+		if r.v == 7 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		t.Fatal("no bad record in the input")
+	}
+	want := fmt.Sprintf("reject:%d: bad value", first+1)
+	run := func(m, n int) error {
+		errs, err := core.NewErrorPolicy(core.Fail, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		def := core.OperatorDef{Name: "reject", Out: testSchema, New: func(env core.Env) (core.Operator, error) {
+			return &rejectOp{env: env, bad: 7, slow: recs[first].k}, nil
+		}}
+		sink := &memSink{}
+		job := &runtime.Job{Name: "reject", Source: newBlockSource(recs, 3), SourceParallelism: m, Errors: errs, RingSize: 4, Sink: sink,
+			Region: &runtime.Region{Channels: n, Key: []string{"k"}, Ops: []core.OperatorDef{def}}}
+		_, err = runtime.Run(context.Background(), job)
+		if !sink.aborted || sink.closed {
+			t.Errorf("%d workers, %d channels: sink aborted %v, closed %v", m, n, sink.aborted, sink.closed)
+		}
+		return err
+	}
+	for _, mn := range [][2]int{{-1, 1}, {1, 1}, {2, 2}, {3, 3}, {1, 8}, {8, 4}} {
+		if err := run(mn[0], mn[1]); err == nil || err.Error() != want {
+			t.Fatalf("%d workers, %d channels: %v, want %s", mn[0], mn[1], err, want)
+		}
 	}
 }
