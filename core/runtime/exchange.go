@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,11 +11,13 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"streamd/core"
 	"streamd/kvstate"
 	"streamd/ring"
+	"streamd/sched"
 	"streamd/snapshot"
 )
 
@@ -62,11 +65,15 @@ type ringInput struct{ *ring.SPSC[*core.Batch] }
 
 func (in ringInput) pop(sc *stageCPU) (*core.Batch, error) { return sc.pop(in.SPSC) }
 
-// blockInput is channel c's side of the exchange: ring w carries the
-// blocks worker w reads, and blocks are taken in block order. Only the
+// blockInput is channel c's side of the exchange: blocks are taken in
+// block order, block b from the ring of its worker under the routing in
+// effect for b (exchange.ringFor). At a routing that changes the channel
+// count the channel makes the Reconfig marker itself, before the
+// routing's first block, as it makes End after the last block. Only the
 // channel's goroutine calls pop; Cancel and Len are safe from anywhere.
 type blockInput struct {
-	rings   []*ring.SPSC[*core.Batch] // by worker
+	x       *exchange
+	cur     *ring.SPSC[*core.Batch] // block b's ring, nil until resolved
 	blocks  int
 	bound   int64 // max out-of-orderness, ns
 	b       int   // the block being read
@@ -74,10 +81,11 @@ type blockInput struct {
 	lastWM  int64 // last watermark forwarded
 	ended   bool
 	channel int
+	ctx     context.Context
 }
 
-func newBlockInput(rings []*ring.SPSC[*core.Batch], blocks int, bound, startWM int64) *blockInput {
-	return &blockInput{rings: rings, blocks: blocks, bound: bound, prevMax: core.NoTime, lastWM: startWM}
+func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
+	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, lastWM: startWM, ctx: ctx}
 }
 
 func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
@@ -91,7 +99,29 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			end.MarkSeq, end.Stamp = uint64(in.blocks)<<blockSeqBits, time.Now().UnixNano()
 			return end, nil
 		}
-		bt, err := sc.pop(in.rings[in.b%len(in.rings)])
+		if in.cur == nil {
+			t0 := sched.ThreadCPU()
+			rg, cfg, err := in.x.ringFor(in.ctx, in.b, in.channel)
+			sc.waited(t0)
+			if err != nil {
+				return nil, err
+			}
+			in.cur = rg
+			if rc := cfg.change; cfg.block == in.b && rc != nil && in.channel < rc.from {
+				// The change's marker: after every record of the blocks
+				// before, before any of this one.
+				if in.channel == 0 {
+					rc.publishWatermark(in.prevMax, in.lastWM)
+				}
+				m := core.NewMarker(core.Reconfig)
+				m.MarkSeq, m.Control, m.Stamp = rc.seq, rc, time.Now().UnixNano()
+				return m, nil
+			}
+			if rg == nil {
+				return nil, fmt.Errorf("channel %d: no ring for block %d", in.channel, in.b)
+			}
+		}
+		bt, err := sc.pop(in.cur)
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +130,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			if bt.Control == blockEnd {
 				in.prevMax = max(in.prevMax, bt.Watermark)
 				in.b++
+				in.cur = nil
 				bt.Release()
 				continue
 			}
@@ -108,12 +139,6 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			// barrier's done): channel 0 records the watermark state.
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
 				bi.maxTime, bi.wm = in.prevMax, in.lastWM
-			}
-		case core.Reconfig:
-			// Likewise for a change of the channel count: the channels it
-			// adds start from channel 0's watermark state here.
-			if rc := reconfOf(bt); rc != nil && in.channel == 0 {
-				rc.publishWatermark(in.prevMax, in.lastWM)
 			}
 		case core.Watermark:
 			if wm := max(in.prevMax, bt.Watermark) - in.bound - 1; wm > in.lastWM {
@@ -128,27 +153,27 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 	}
 }
 
+// Cancel cancels channel c's rings from every worker of the newest
+// routing (the others are cancelled with the run's).
 func (in *blockInput) Cancel() {
-	for _, rg := range in.rings {
+	for _, rg := range in.x.channelRings(in.channel) {
 		rg.Cancel()
 	}
 }
 
 func (in *blockInput) Len() int {
 	n := 0
-	for _, rg := range in.rings {
+	for _, rg := range in.x.channelRings(in.channel) {
 		n += rg.Len()
 	}
 	return n
 }
 
-// exchange is the parallel-source side of a run: M workers, each with its
-// splitter (rings (w, 0..N-1)) and pre-region instances.
+// exchange is the parallel-source side of a run: source workers, each
+// with its splitter and pre-region instances, and the routings that say
+// which worker reads which block and over which rings.
 type exchange struct {
-	src       core.Splittable
-	splitters []*splitter
-	pre       []*instSet
-	cpus      []*stageCPU
+	src core.Splittable
 
 	// Barriers (checkpoints): a worker starting a block decides, under mu,
 	// whether a checkpoint is due, and places it at block pending =
@@ -156,27 +181,31 @@ type exchange struct {
 	// worker has started yet; the worker of that block sends it when it
 	// gets there, before the block.
 	//
-	// Live changes of the channel count are placed the same way (one
-	// barrier or change pending at a time): a change placed before block
-	// B makes a routing configuration that every worker takes up at its
-	// first block ≥ B, and the worker of block B sends the Reconfig marker
-	// to the channels of the configuration before, on their rings, before
-	// block B's records (rescale.go, "Live changes with source workers").
-	mu            sync.Mutex
-	current       []int // by worker: the block it reads (or read last)
-	pending       int   // the block the next barrier or change goes before; -1: none
-	pendingInfo   *barrierInfo
-	pendingChange *reconf
-	configs       []*routing // in block order; the first from block 0
-	routed        []int      // by worker: the index in configs its splitter routes under
+	// Live changes of the channel count and of the number of workers are
+	// placed the same way (one barrier or change pending at a time): a
+	// change placed before block B makes a routing that every worker takes
+	// up at its first block ≥ B, and that says which worker reads each
+	// block from B on; channels find a block's ring through it, once the
+	// block has been started (started), when no later routing can still
+	// cover it (rescale.go, "Live changes with source workers").
+	mu          sync.Mutex
+	workers     []*srcWorker // by id; ids are never reused
+	current     []int        // by worker id: the block it reads (or read last)
+	retired     []bool       // by worker id: it found no block left and stopped
+	routed      []int        // by worker id: the index in configs its splitter routes under
+	pending     int          // the block the next barrier goes before; -1: none
+	pendingInfo *barrierInfo
+	configs     []*routing // in block order; the first from the start block
+	started     atomic.Int64
+	routes      atomic.Pointer[[]*routing]  // configs, for the channels
+	splitters   atomic.Pointer[[]*splitter] // every worker's, for reports
 
 	// Dead letters: each worker's pre-region operators and block reads
-	// report bad records to its own deferred policy (errs[w]); its
+	// report bad records to its own deferred policy (srcWorker.errs); its
 	// splitter hands them to the merger's queue (letters.go) before it
 	// pushes anything after them, tagged with the last sequence number
 	// they can precede, and the merger writes all dead letters — the
 	// workers' and the channels' — in input order.
-	errs      []*core.ErrorPolicy
 	lettersMu sync.Mutex
 	nextBlock int          // the first block not yet read to its end
 	done      map[int]bool // blocks read to their end, beyond nextBlock
@@ -189,16 +218,34 @@ type exchange struct {
 	turn      *sync.Cond // on lettersMu
 }
 
-// routing is how the workers route from a block on: the channel count,
-// per worker the rings to each channel, and the key-group table (nil for a
-// stateless region).
+// srcWorker is one source worker's own parts.
+type srcWorker struct {
+	id   int
+	sp   *splitter
+	pre  *instSet
+	errs *core.ErrorPolicy
+	cpu  *stageCPU
+}
+
+// routing is how the workers route from a block on: which workers read
+// which blocks (block b by ids[b mod len(ids)]), per worker position its
+// rings to each channel, and the key-group table (nil for a stateless
+// region). Immutable once placed.
 type routing struct {
 	block int
-	rings [][]*ring.SPSC[*core.Batch] // [worker][channel]
+	ids   []int
+	rings [][]*ring.SPSC[*core.Batch] // [position in ids][channel]
 	table *kvstate.Table
-	// change is the reconfiguration that made it (nil for the first).
+	// change is the change of the channel count that starts here (nil
+	// for none: the first routing, or a change of the workers only).
 	change *reconf
 }
+
+// channels is the routing's channel count.
+func (rt *routing) channels() int { return len(rt.rings[0]) }
+
+// owner is the position in ids of the worker that reads block b.
+func (rt *routing) owner(b int) int { return b % len(rt.ids) }
 
 // sourceWorkers is how many source workers read the job's source: 0 for
 // the single source stage (no region, a source that cannot be split, or a
@@ -225,8 +272,10 @@ func sourceWorkers(job *Job, cores int) int {
 	m := job.SourceParallelism
 	if m == 0 {
 		// A core each beside the channels and the merger, and one to spare
-		// for the Go runtime and the OS (CorePlacer pins only then).
-		m = cores - max(reg.Channels, reg.MaxChannels) - 2
+		// for the Go runtime and the OS (CorePlacer pins only then); a
+		// region whose channel count changes trades cores with the
+		// workers from there on (workersFor).
+		m = cmp.Or(job.SourceCores, cores-2) - reg.Channels
 	}
 	return max(1, min(m, blocks))
 }
@@ -235,51 +284,147 @@ func sourceWorkers(job *Job, cores int) int {
 // machine (0: the single source stage), for placement.
 func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU()) }
 
-// buildExchange makes the M×N rings, the workers' splitters and their
-// pre-region instances.
+// buildExchange makes the first routing (m workers, the region's
+// channels), the workers' splitters and their pre-region instances.
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
-	n := reg.Channels
 	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
 	x.turn = sync.NewCond(&x.lettersMu)
+	x.started.Store(int64(r.startBlock) - 1)
+	r.x = x
+	r.splitIn = splitIn
 	first := &routing{block: r.startBlock}
-	for w := range m {
-		rings := make([]*ring.SPSC[*core.Batch], n)
-		for c := range rings {
-			var err error
-			if rings[c], err = r.newRing(); err != nil {
-				return err
+	if len(reg.Key) > 0 {
+		first.table = kvstate.NewTable(reg.Groups, reg.Channels)
+	}
+	for range m {
+		w, err := r.newWorker(first.table, reg.Channels)
+		if err != nil {
+			return err
+		}
+		first.ids = append(first.ids, w.id)
+		first.rings = append(first.rings, w.sp.rings)
+	}
+	x.configs = []*routing{first}
+	x.publish()
+	r.initialTable = first.table
+	return r.buildScaler()
+}
+
+// newWorker makes source worker id len(x.workers) with rings to n
+// channels (x.mu held once the run started): its splitter, pre-region
+// instances, error policy and CPU account. It does not start it.
+func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
+	x := r.x
+	id := len(x.workers)
+	rings := make([]*ring.SPSC[*core.Batch], n)
+	for c := range rings {
+		var err error
+		if rings[c], err = r.newRing(); err != nil {
+			return nil, err
+		}
+	}
+	sp, err := newSplitter(rings, r.splitIn, r.job.Region, r.maxChannels)
+	if err != nil {
+		return nil, err
+	}
+	sp.table = table // one table, read-only, shared by the workers
+	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newStageCPU("source", id)}
+	sp.errs, sp.letters = w.errs, &r.letters
+	w.cpu.replicated = true
+	sp.cpu = w.cpu
+	if w.pre, err = r.instantiate(r.job.Pre, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
+		return nil, err
+	}
+	x.workers = append(x.workers, w)
+	x.current = append(x.current, -1)
+	x.routed = append(x.routed, 0)
+	x.retired = append(x.retired, false)
+	return w, nil
+}
+
+// publish makes the routings and splitters visible to readers outside mu
+// (x.mu held, or before the run starts).
+func (x *exchange) publish() {
+	routes := slices.Clone(x.configs)
+	x.routes.Store(&routes)
+	sps := make([]*splitter, len(x.workers))
+	for i, w := range x.workers {
+		sps[i] = w.sp
+	}
+	x.splitters.Store(&sps)
+}
+
+// configIndex is the index in configs of the routing in effect for block
+// b (the last one starting at or before b).
+func configIndex(configs []*routing, b int) int {
+	k := len(configs) - 1
+	for k > 0 && configs[k].block > b {
+		k--
+	}
+	return k
+}
+
+// ringFor is channel c's ring for block b, and the routing in effect for
+// b (no ring when that routing has no channel c). It waits until some worker has started b: from then on no routing can
+// still be placed at or before b (they go after every started block), so
+// the answer is final.
+func (x *exchange) ringFor(ctx context.Context, b, c int) (*ring.SPSC[*core.Batch], *routing, error) {
+	for spins := 0; x.started.Load() < int64(b); spins++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		if spins < 64 {
+			goruntime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	routes := *x.routes.Load()
+	cfg := routes[configIndex(routes, b)]
+	if c >= cfg.channels() {
+		return nil, cfg, nil // the routing removes channel c: it retires at the change
+	}
+	return cfg.rings[cfg.owner(b)][c], cfg, nil
+}
+
+// channelRings is channel c's rings from every worker of the newest
+// routing that has channel c.
+func (x *exchange) channelRings(c int) []*ring.SPSC[*core.Batch] {
+	routes := *x.routes.Load()
+	for k := len(routes) - 1; k >= 0; k-- {
+		if cfg := routes[k]; c < cfg.channels() {
+			out := make([]*ring.SPSC[*core.Batch], len(cfg.rings))
+			for p := range cfg.rings {
+				out[p] = cfg.rings[p][c]
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// nextFor is worker id's next block after block after (x.mu held), or −1
+// when it has none left: it is in no routing from there on, or the input
+// ends.
+func (x *exchange) nextFor(id, after, start int) int {
+	b := max(after+1, start)
+	for k := configIndex(x.configs, b); k < len(x.configs) && b < x.blocks(); k++ {
+		cfg := x.configs[k]
+		b = max(b, cfg.block)
+		end := x.blocks()
+		if k+1 < len(x.configs) {
+			end = x.configs[k+1].block
+		}
+		if p := slices.Index(cfg.ids, id); p >= 0 {
+			m := len(cfg.ids)
+			if c := b + ((p-b)%m+m)%m; c < end {
+				return c
 			}
 		}
-		sp, err := newSplitter(rings, splitIn, reg, r.maxChannels)
-		if err != nil {
-			return err
-		}
-		first.rings = append(first.rings, rings)
-		errs := r.job.Errors.Deferred()
-		sp.errs, sp.letters = errs, &r.letters
-		sc := r.newStageCPU("source", w)
-		sc.replicated = true
-		sp.cpu = sc
-		pre, err := r.instantiate(r.job.Pre, core.Env{Channel: w, Channels: m, Errors: errs}, r.preCounters)
-		if err != nil {
-			return err
-		}
-		x.errs = append(x.errs, errs)
-		x.splitters = append(x.splitters, sp)
-		x.pre = append(x.pre, pre)
-		x.cpus = append(x.cpus, sc)
-		x.current = append(x.current, firstBlock(r.startBlock, w, m)-m)
+		b = end
 	}
-	first.table = x.splitters[0].table
-	for _, sp := range x.splitters {
-		sp.table = first.table // one table, read-only, shared by the workers
-	}
-	x.configs, x.routed = []*routing{first}, make([]int, m)
-	r.x = x
-	r.initialTable = first.table
-	r.splitters = x.splitters
-	return r.buildScaler()
+	return -1
 }
 
 // firstBlock is worker w's first block of m workers when reading starts at
@@ -310,7 +455,7 @@ func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 			return b, nil
 		}
 	}
-	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, a region whose channel count changes) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
+	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, or a streamd from before 2026-12-01) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
 }
 
 // resumesAtRecord says whether checkpoint meta was taken by the single
@@ -333,104 +478,119 @@ func resumesAtRecord(meta *snapshot.Metadata, src core.Splittable) bool {
 // ranges) when the job resumes with the single source stage: that stage
 // skips records, and the checkpoint does not say how many.
 func unknownPosition(b int64) error {
-	return fmt.Errorf("%w: it was taken by source workers before block %d of a source that does not count the records before a block (CSV, JSON lines), and this job reads its source with one source stage (no region, or a region whose channel count changes): resume it with the settings it was taken with", ErrCheckpointMismatch, b)
+	return fmt.Errorf("%w: it was taken by source workers before block %d of a source that does not count the records before a block (CSV, JSON lines), and this job reads its source with one source stage (no region): resume it with the settings it was taken with", ErrCheckpointMismatch, b)
 }
 
 // input is channel c's side of the exchange; the restore's watermark
 // state when r resumes from a checkpoint.
 func (r *run) input(c int, bound int64) *blockInput {
-	x := r.x
-	rings := make([]*ring.SPSC[*core.Batch], len(x.splitters))
-	for w, sp := range x.splitters {
-		rings[w] = sp.rings[c]
-	}
-	in := newBlockInput(rings, x.blocks(), bound, r.startWM)
-	in.b, in.channel = r.startBlock, c
+	in := newBlockInput(r.x, c, r.startBlock, bound, r.startWM, r.ctx)
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.prevMax)
 	}
 	return in
 }
 
-// beginBlock is what worker w does before reading block b: note it, take
-// up the routing for b, send the barrier or the Reconfig marker placed
-// before b if there is one, and place the next barrier (a checkpoint is
-// due) or change of the channel count (the scaler asks for one).
-func (r *run) beginBlock(w, b int) error {
+// beginNext is what worker w does before reading its next block after
+// block after: find it (−1: none left, the worker stops), note it, take
+// up the routing for it, send the barrier placed before it if there is
+// one, and place the next barrier (a checkpoint is due) or change (the
+// scaler asks for one).
+func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	x := r.x
 	x.mu.Lock()
-	x.current[w] = b
+	b := x.nextFor(w.id, after, r.startBlock)
+	if b < 0 {
+		x.retired[w.id] = true // no later routing may give it blocks
+		x.mu.Unlock()
+		return -1, nil
+	}
+	x.current[w.id] = b
+	if int64(b) > x.started.Load() {
+		x.started.Store(int64(b))
+	}
 	var send *barrierInfo
-	var change *reconf
 	if x.pending == b {
-		send, change = x.pendingInfo, x.pendingChange
-		x.pending, x.pendingInfo, x.pendingChange = -1, nil, nil
+		send, x.pending, x.pendingInfo = x.pendingInfo, -1, nil
 	}
-	k := x.routed[w]
-	for k+1 < len(x.configs) && x.configs[k+1].block <= b {
-		k++
-	}
-	before, now := x.configs[max(0, k-1)], x.configs[k]
-	changed := k != x.routed[w]
-	x.routed[w] = k
+	k := configIndex(x.configs, b)
+	changed := k != x.routed[w.id]
+	x.routed[w.id] = k
+	cfg := x.configs[k]
 	var err error
-	if x.pending < 0 && send == nil && change == nil {
-		if next := slices.Max(x.current) + 1; next < x.blocks() {
-			switch {
-			case r.ck != nil && r.ck.due():
-				r.ck.epoch++
-				r.ck.begin(r.ck.epoch)
-				x.pending = next
-				x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
-			case r.scaler != nil:
-				if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
-					err = r.placeChange(n, next)
-				}
+	// One barrier pending at a time, and never at a routing's first block
+	// (the channels' Reconfig marker has that sequence number).
+	if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
+		switch {
+		case r.ck != nil && r.ck.due():
+			r.ck.epoch++
+			r.ck.begin(r.ck.epoch)
+			x.pending = next
+			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+		case r.scaler != nil:
+			if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
+				err = r.placeChange(n, next)
 			}
 		}
 	}
 	x.mu.Unlock()
 	if err != nil {
-		return err
+		return -1, err
 	}
-	sp := x.splitters[w]
-	if change != nil {
-		// The marker goes to the channels of the routing before the
-		// change, on this worker's rings to them.
-		sp.use(before.rings[w], before.table)
-		change.synced.Store(time.Now().UnixNano())
-		sp.seq = change.seq - 1
-		m := core.NewMarker(core.Reconfig)
-		m.Control, m.Stamp = change, time.Now().UnixNano()
-		if err := sp.route(m); err != nil {
-			return err
-		}
-	}
-	if changed || change != nil {
-		sp.use(now.rings[w], now.table)
+	if changed {
+		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], cfg.table)
 	}
 	if send == nil {
-		return nil
+		return b, nil
 	}
-	sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
+	w.sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
-	return sp.route(m)
+	return b, w.sp.route(m)
+}
+
+// workersFor is how many source workers a routing with n channels gets:
+// with Job.SourceParallelism set, the workers still reading (now: no new
+// ones, as near the end of the input some have no block left), else the
+// source cores less the channels (trading cores between source workers
+// and channels), at least 1, at most one per block.
+func (r *run) workersFor(n, now int) int {
+	if r.job.SourceParallelism > 0 {
+		return now
+	}
+	return max(1, min(r.sourceCores()-n, r.x.blocks()))
+}
+
+// sourceCores is how many cores source workers and channels share when
+// both are automatic: Job.SourceCores, or the cores less the merger and
+// one spare.
+func (r *run) sourceCores() int {
+	if c := r.job.SourceCores; c > 0 {
+		return c
+	}
+	return goruntime.NumCPU() - 2
 }
 
 // placeChange places a change to n channels before block b, which no
-// worker has started (x.mu held): prepare (rescale.go) — the new routing,
-// the key groups that move, the rings and channels it adds, which wait for
-// their key groups and for the watermark state at b (channel 0 publishes
-// it when it reaches the marker).
+// worker has started (x.mu held): prepare (rescale.go) — the new routing
+// (the workers it keeps and adds, the key groups that move, the rings),
+// the channels and workers it adds, started at once: new channels wait
+// for their key groups and for the watermark state at b (channel 0
+// publishes it when it reaches the change), new workers for their blocks.
 func (r *run) placeChange(n, b int) error {
 	x := r.x
 	if n < 1 || n > r.maxChannels {
 		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
 	}
 	last := x.configs[len(x.configs)-1]
-	from := len(last.rings[0])
-	m := len(x.splitters)
+	from := last.channels()
+	alive := 0
+	for _, id := range last.ids {
+		if !x.retired[id] {
+			alive++
+		}
+	}
+	m := r.workersFor(n, max(1, alive))
 	rc := newReconf(uint64(b)<<blockSeqBits, from, n, m+1)
 	rc.watermark = make(chan struct{})
 	next := &routing{block: b, change: rc}
@@ -438,34 +598,55 @@ func (r *run) placeChange(n, b int) error {
 		next.table = kvstate.NewTable(last.table.Groups(), n)
 		rc.plan(last.table, next.table)
 	}
-	for w := range m {
-		next.rings = append(next.rings, slices.Clone(last.rings[w][:min(from, n)]))
+	// Workers kept (those of the routing before that have not stopped:
+	// one whose blocks there all lie before b may have), with their rings
+	// to the channels kept and new rings to the channels added.
+	for p := range len(last.ids) {
+		if len(next.ids) == m || x.retired[last.ids[p]] {
+			continue
+		}
+		rings := slices.Clone(last.rings[p][:min(from, n)])
+		for range max(0, n-from) {
+			rg, err := r.newRing()
+			if err != nil {
+				return err
+			}
+			rings = append(rings, rg)
+		}
+		next.ids, next.rings = append(next.ids, last.ids[p]), append(next.rings, rings)
+	}
+	var added []*srcWorker
+	for len(next.ids) < m {
+		w, err := r.newWorker(next.table, n)
+		if err != nil {
+			return err
+		}
+		added = append(added, w)
+		next.ids, next.rings = append(next.ids, w.id), append(next.rings, w.sp.rings)
 	}
 	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
 	for c := from; c < n; c++ {
-		rings := make([]*ring.SPSC[*core.Batch], m)
-		for w := range m {
-			var err error
-			if rings[w], err = r.newRing(); err != nil {
-				return err
-			}
-			next.rings[w] = append(next.rings[w], rings[w])
-		}
 		out, err := r.newRing()
 		if err != nil {
 			return err
 		}
 		rc.outs = append(rc.outs, out)
-		in := newBlockInput(rings, x.blocks(), r.job.EventTime.MaxOutOfOrder, core.NoTime)
-		in.b, in.channel = b, c
+		in := newBlockInput(x, c, b, r.job.EventTime.MaxOutOfOrder, core.NoTime, r.ctx)
 		if err := r.startChannel(c, n, in, out, core.NoTime, rc); err != nil {
 			return err
 		}
 	}
 	x.configs = append(x.configs, next)
-	x.pending, x.pendingChange = b, rc
+	for _, w := range added {
+		x.routed[w.id] = len(x.configs) - 1
+		x.current[w.id] = b - 1
+	}
+	x.publish()
 	r.mergerOuts = rc.outs
 	r.changed(n)
+	for _, w := range added {
+		r.startWorker(w)
+	}
 	return nil
 }
 
@@ -536,29 +717,33 @@ func (x *exchange) blocks() int {
 	return math.MaxInt
 }
 
-// launchWorkers starts the M source workers.
+// launchWorkers starts the first routing's source workers.
 func (r *run) launchWorkers() {
-	m := len(r.x.splitters)
-	for w := range m {
-		r.wg.Add(1)
-		r.placer.Start("source", w, func() {
-			defer r.wg.Done()
-			defer r.recoverStage("source", w)
-			sc := r.x.cpus[w]
-			sc.begin()
-			defer sc.end()
-			r.sourceWorker(w, m)
-		})
+	for _, w := range r.x.workers {
+		r.startWorker(w)
 	}
 }
 
-// sourceWorker reads blocks w, w+M, w+2M … and feeds each through event
-// time, the pre-region operators and its splitter.
-func (r *run) sourceWorker(w, m int) {
-	sp := r.x.splitters[w]
-	pre := chainOf(r.x.pre[w].insts, sp.route)
+// startWorker starts source worker w.
+func (r *run) startWorker(w *srcWorker) {
+	r.wg.Add(1)
+	r.placer.Start("source", w.id, func() {
+		defer r.wg.Done()
+		defer r.recoverStage("source", w.id)
+		w.cpu.begin()
+		defer w.cpu.end()
+		r.sourceWorker(w)
+	})
+}
+
+// sourceWorker reads the blocks the routings give worker w, in order, and
+// feeds each through event time, the pre-region operators and its
+// splitter.
+func (r *run) sourceWorker(w *srcWorker) {
+	sp := w.sp
+	pre := chainOf(w.pre.insts, sp.route)
 	maxT := int64(core.NoTime)
-	sc := r.x.cpus[w]
+	sc := w.cpu
 	emit := func(b *core.Batch) error {
 		maxT = r.admit(b, sc, maxT)
 		stamp := b.Stamp
@@ -576,16 +761,16 @@ func (r *run) sourceWorker(w, m int) {
 		return sp.route(mk)
 	}
 	err := r.ctx.Err()
-	for b := firstBlock(r.startBlock, w, m); b < r.x.blocks() && err == nil; b += m {
+	for b := -1; err == nil; {
+		if b, err = r.beginNext(w, b); err != nil || b < 0 {
+			break
+		}
 		if r.failedBefore(b) {
 			return // the worker of that block fails the job
 		}
-		if err = r.beginBlock(w, b); err != nil {
-			break
-		}
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
-		if err = r.x.src.ReadBlock(r.ctx, b, r.x.errs[w], emit); err != nil {
+		if err = r.x.src.ReadBlock(r.ctx, b, w.errs, emit); err != nil {
 			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) && !r.blockFailed(b, err) {
 				return // an earlier block failed, or the run stopped
 			}
@@ -593,7 +778,7 @@ func (r *run) sourceWorker(w, m int) {
 		}
 		// Dead letters met after the block's last batch go to the merger
 		// before the block-end markers (letters.go).
-		r.letters.add(r.x.errs[w], sp.seq)
+		r.letters.add(w.errs, sp.seq)
 		r.blockDone(b)
 		if sp.seq-base >= 1<<blockSeqBits-1 {
 			err = fmt.Errorf("source block %d holds more than %d records and markers", b, uint64(1)<<blockSeqBits-1)
@@ -614,7 +799,7 @@ func (r *run) sourceWorker(w, m int) {
 		return
 	}
 	if errors.Is(err, io.EOF) { // a source must not end a block early with EOF
-		err = fmt.Errorf("source worker %d: %w", w, err)
+		err = fmt.Errorf("source worker %d: %w", w.id, err)
 	}
 	r.fail(err)
 	r.cancelRings()

@@ -552,3 +552,59 @@ func TestExchangeMixedDeadLettersInOrder(t *testing.T) {
 		}
 	}
 }
+
+// Trading cores between source workers and channels: with automatic
+// source parallelism and Job.SourceCores, every change to n channels also
+// changes the workers to SourceCores − n, at the same block boundary
+// (workers added start at it, workers removed stop before it). A keyed
+// window job with late records and dead letters, and a stateless ordered
+// one, give the static run's output and dead-letter file.
+func TestExchangeTradesCores(t *testing.T) {
+	recs := outOfOrder(40_000, 300, 5)
+	seeds := []uint64{1, 2, 3}
+	if tier.Long() {
+		seeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	}
+	filter := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
+	for _, keyed := range []bool{true, false} {
+		run := func(seed uint64) ([]string, *runtime.Report, string) {
+			dl := filepath.Join(t.TempDir(), "dead.jsonl")
+			job, sink := exchangeJob(t, newBlockSource(recs, 9), -1, 2, 60e9, 20e9, dl)
+			if !keyed {
+				job.Region.Key, job.Region.Ops = nil, []core.OperatorDef{filter}
+			}
+			if seed != 0 {
+				job.SourceParallelism, job.SourceCores = 0, 7
+				job.Region.MaxChannels, job.Region.Schedule = 6, randomSchedule(seed, 6)
+			}
+			rep, err := runtime.Run(context.Background(), job)
+			if err != nil {
+				t.Fatalf("keyed %v, seed %d: %v", keyed, seed, err)
+			}
+			b, err := os.ReadFile(dl)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			return sink.lines, rep, string(b)
+		}
+		want, wantRep, wantLetters := run(0)
+		for _, seed := range seeds {
+			got, rep, letters := run(seed)
+			workers := 0
+			for _, s := range rep.Stages {
+				if s.Stage == "source" {
+					workers++
+				}
+			}
+			name := fmt.Sprintf("keyed %v, seed %d", keyed, seed)
+			// Started with 7 − 2 = 5 workers; a change to fewer channels
+			// adds some.
+			if rep.Rescales < 2 || workers <= 5 {
+				t.Fatalf("%s: %d changes, %d source workers in all", name, rep.Rescales, workers)
+			}
+			if !slices.Equal(got, want) || rep.Late != wantRep.Late || letters != wantLetters {
+				t.Fatalf("%s: %d lines vs %d, %d late vs %d, dead letters equal %v: %s", name, len(got), len(want), rep.Late, wantRep.Late, letters == wantLetters, diffAt(got, want))
+			}
+		}
+	}
+}

@@ -29,6 +29,12 @@ type Job struct {
 	// operators must be stateless per record: each worker runs its own
 	// instances.
 	SourceParallelism int
+	// SourceCores is how many cores source workers and channels share
+	// when both are automatic (SourceParallelism 0 and a region whose
+	// channel count changes): a change to n channels gives SourceCores − n
+	// workers (at least 1). 0: the usable cores less the merger and one
+	// spare.
+	SourceCores int
 	// OutputParallelism is how many output workers run the post-region
 	// operators and encode for an encoding sink (core.EncodingSink) while
 	// the merger only merges (output.go): > 0 that many, 0 as the cores

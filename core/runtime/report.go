@@ -105,15 +105,25 @@ func (l Live) RingLen() []int {
 	return out
 }
 
+// allSplitters is the single source stage's splitter, or every source
+// worker's so far.
+func (r *run) allSplitters() []*splitter {
+	if r.x != nil {
+		return *r.x.splitters.Load()
+	}
+	return r.splitters
+}
+
 // blockedNs is how long the splitter was blocked on channel c's full ring,
 // ns; with source workers, the average over their splitters, so that
 // blocked time over wall time (the congestion index) stays a fraction.
 func (r *run) blockedNs(c int) int64 {
 	var ns int64
-	for _, sp := range r.splitters {
+	sps := r.allSplitters()
+	for _, sp := range sps {
 		ns += sp.blocked[c].Load()
 	}
-	return ns / int64(max(1, len(r.splitters)))
+	return ns / int64(max(1, len(sps)))
 }
 
 func (r *run) report(wall time.Duration) *Report {

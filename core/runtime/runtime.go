@@ -96,6 +96,7 @@ type run struct {
 	// for the single source stage; splitters are the one splitter or the
 	// workers', for the report.
 	x          *exchange
+	splitIn    *core.Schema // the splitters' input schema (workers added later)
 	splitters  []*splitter
 	startBlock int // the block the workers start at (a restore's)
 
@@ -478,7 +479,7 @@ func (r *run) build() error {
 		return err
 	}
 	r.sinkOpen = true
-	if k := outputWorkers(job, len(r.splitters), goruntime.NumCPU()); k > 0 {
+	if k := outputWorkers(job, len(r.allSplitters()), goruntime.NumCPU()); k > 0 {
 		if err := r.buildOutput(k); err != nil {
 			return err
 		}

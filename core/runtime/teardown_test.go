@@ -89,11 +89,12 @@ func (p *probe) Close() error {
 // while the new channels are being made, an error making them, or a new
 // channel failing on its first batch. For a stateless and a keyed region,
 // Run returns the error, every instance is closed exactly once, and no
-// goroutine is left (TestMain's goleak). With the single source stage and
-// with 3 source workers.
+// goroutine is left (TestMain's goleak). With the single source stage,
+// with 3 source workers, and with workers traded for channels (-1: 6
+// source cores, so the change to 4 channels also retires workers).
 func TestTeardownDuringChannelChange(t *testing.T) {
 	recs := genRecords(50_000, 200, 5)
-	for _, workers := range []int{0, 3} {
+	for _, workers := range []int{0, 3, -1} {
 		for _, keyed := range []bool{false, true} {
 			for _, how := range []string{"cancel", "new fails", "process fails"} {
 				name := fmt.Sprintf("%d source workers, keyed %v, %s", workers, keyed, how)
@@ -141,7 +142,7 @@ func TestTeardownDuringChannelChange(t *testing.T) {
 // Every instance is closed exactly once on success too, including those of
 // channels that live changes added and removed.
 func TestOperatorsClosedOnceWithChanges(t *testing.T) {
-	for _, workers := range []int{0, 3} {
+	for _, workers := range []int{0, 3, -1} {
 		closedOnceWithChanges(t, workers)
 	}
 }
@@ -153,8 +154,11 @@ func closedOnceWithChanges(t *testing.T, workers int) {
 	job := &runtime.Job{Name: "close", Source: &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(9, 9))}, Sink: sink, RingSize: 8,
 		Region: &runtime.Region{Channels: 2, MaxChannels: 6, Key: []string{"k"}, Ops: []core.OperatorDef{probeDef(l, testSchema, nil, false)},
 			Schedule: randomSchedule(3, 6)}}
-	if workers > 0 {
+	switch {
+	case workers > 0:
 		job.Source, job.SourceParallelism = newBlockSource(recs, 9), workers
+	case workers < 0: // workers traded for channels
+		job.Source, job.SourceCores = newBlockSource(recs, 9), 7
 	}
 	rep, err := runtime.Run(context.Background(), job)
 	if err != nil {
