@@ -289,11 +289,10 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		return nil
 	})
 	for {
-		b, err := sc.pop(o.in[w])
+		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
 		}
-		fill(b) // the runs the merger listed (gather.go)
 		end := b.Kind == core.End
 		cur = encodedPool.Get().(*encoded)
 		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
@@ -396,11 +395,10 @@ func (r *run) partWorker(w int, sc *stageCPU) error {
 		return part.Write(b)
 	})
 	for {
-		b, err := sc.pop(o.in[w])
+		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
 		}
-		fill(b) // the runs the merger listed (gather.go)
 		end := b.Kind == core.End
 		if err := chain.Push(b); err != nil {
 			return err
@@ -473,6 +471,17 @@ func (r *run) writeItem(it *encoded, shell *core.Batch) error {
 		return nil
 	}
 	return r.out.sink.WriteEncoded(it.buf)
+}
+
+// popFilled is an output worker's next batch from the merger, with the
+// runs it lists copied in (gather.go).
+func popFilled(sc *stageCPU, rg *ring.SPSC[*core.Batch]) (*core.Batch, error) {
+	b, err := sc.pop(rg)
+	if err != nil {
+		return nil, err
+	}
+	fill(b)
+	return b, nil
 }
 
 // pushEncoded is sc.push for the workers' rings to the writer.
