@@ -5,7 +5,8 @@
 #   issue 11: efficiency at 1 … 16 cores with every stage inside k cores
 #            (scripts/scaling-cores.sh: the scaling and flights jobs with
 #            source workers, channels and output workers), and the serial
-#            fraction (scripts/serial-fraction.sh at 8 channels);
+#            fraction (scripts/serial-fraction.sh at 8 channels); source
+#            workers and channels trading cores (scripts/jobs/scaling-elastic.yaml);
 #   issue 4: the elastic demonstration, level controller and DS2
 #            (scripts/device-elastic.sh without sqlite3);
 #   issue 5: checkpoint cost (scripts/bench-checkpoint.sh, 3 pairs);
@@ -36,6 +37,9 @@ echo "== issue 11: efficiency at k cores, serial fraction"
 STREAMD_RUNS=1 timeout 150 "$root/scripts/scaling-cores.sh" scaling
 STREAMD_RUNS=1 timeout 60 "$root/scripts/scaling-cores.sh" flights
 timeout 90 "$root/scripts/serial-fraction.sh" 1 8
+echo "== issue 11: source workers and channels trading cores (elastic, auto source parallelism)"
+STREAMD_OUT=$bin timeout 60 "$STREAMD_BIN" run "$root/scripts/jobs/scaling-elastic.yaml" --elastic-log "${OUT:-$bin}/scaling-elastic.csv" 2>&1 |
+  grep -E '^(job |rescales|  source |  channel |serial)'
 echo "== issue 4: elastic"
 timeout 260 "$root/scripts/device-elastic.sh" "$bin"
 echo "== issue 5: checkpoint cost"
