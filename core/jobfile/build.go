@@ -366,7 +366,7 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 	if k.keyed && (reg == nil || len(reg.Key) == 0) {
 		return core.OperatorDef{}, f.errAt(kp, "%s keeps keyed state: it belongs in a region with key_by", k.name)
 	}
-	def, err := k.build(&opBuild{keyAt: keyAt{f, kp}, name: name, in: in, errs: errs, region: reg}, spec)
+	def, err := k.build(&opBuild{keyAt: keyAt{f, kp}, name: name, in: in, region: reg}, spec)
 	if err != nil {
 		if _, ok := err.(*Error); ok {
 			return def, err

@@ -18,5 +18,5 @@ func buildFilter(b *opBuild, cond *string) (core.OperatorDef, error) {
 	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	return ops.FilterProgram(b.name, p, b.errs)
+	return ops.FilterProgram(b.name, p, nil)
 }

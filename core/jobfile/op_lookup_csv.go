@@ -30,7 +30,7 @@ func buildLookupCSV(b *opBuild, l *LookupCSVSpec) (core.OperatorDef, error) {
 		col, as := splitAs(fl)
 		opts.Fields = append(opts.Fields, ops.LookupField{Column: col, As: as})
 	}
-	return ops.LookupCSV(b.name, opts, b.in, b.errs)
+	return ops.LookupCSV(b.name, opts, b.in, nil)
 }
 
 // lookupKey checks a lookup's key field.

@@ -45,5 +45,5 @@ func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
 		return def, err
 	}
 	return ops.LookupHTTP(b.name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
-		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, b.in, b.errs)
+		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, b.in, nil)
 }

@@ -31,5 +31,5 @@ func buildMap(b *opBuild, fields yaml.MapSlice) (core.OperatorDef, error) {
 		}
 		mfs = append(mfs, ops.MapField{Name: name, Expr: src, Program: p})
 	}
-	return ops.Map(b.name, mfs, true, b.in, b.errs)
+	return ops.Map(b.name, mfs, true, b.in, nil)
 }

@@ -352,7 +352,11 @@ type opBuild struct {
 	// name is the operator's name: its name: or else path.
 	name string
 	in   *core.Schema
-	errs *core.ErrorPolicy
+	// There is no error policy here: an operator reports bad records to
+	// its instance's Env.Errors, the policy of the stage that runs it (a
+	// source worker's or a channel's deferred one, so that its dead letters
+	// are written in input order; docs/ARCHITECTURE.md, "All dead letters
+	// go through the merger").
 	// region is the parallel region the operator runs in; nil in pipeline
 	// and post. A keyed operator always has one, with a key.
 	region *runtime.Region
