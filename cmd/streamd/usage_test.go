@@ -204,6 +204,13 @@ func TestValidateLeavesStdinAlone(t *testing.T) {
 	if code, _, stderr := cli(t, "validate", fromHeader); code != 2 || !strings.Contains(stderr, "header.yaml:2:3") || !strings.Contains(stderr, "give fields") {
 		t.Fatalf("validate without fields: exit %d, %s", code, stderr)
 	}
+	// header: false without fields is refused as run refuses it (columns
+	// must be named), not with the hint about learning them from a header.
+	noHeader := filepath.Join(dir, "noheader.yaml")
+	writeTestFile(t, noHeader, "source:\n  stdin: {format: csv, header: false}\nsink: {csv: {path: out.csv}}\n")
+	if code, _, stderr := cli(t, "validate", noHeader); code != 2 || !strings.Contains(stderr, "noheader.yaml:2:3") || strings.Contains(stderr, "header)") || !strings.Contains(stderr, "no header and no columns") {
+		t.Fatalf("validate, header: false, no fields: exit %d, %s", code, stderr)
+	}
 	rest, err := io.ReadAll(f)
 	if err != nil || string(rest) != "k,v\na,1\n" {
 		t.Fatalf("standard input after validate: %q, %v", rest, err)

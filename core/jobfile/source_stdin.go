@@ -34,11 +34,15 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}
 		if b.validate {
 			// validate must not read standard input: with fields the
-			// columns are known; without, they are the header's.
-			if len(opts.Columns) == 0 {
+			// columns are known; without, they are the header's (without
+			// a header either, source.Stdin refuses it as run does).
+			if len(opts.Columns) == 0 && opts.Header {
 				return nil, b.errAt("", "validate cannot learn this source's columns without reading standard input (they are its header): give fields (name: type) to validate it")
 			}
-			so.Reader, so.Header = strings.NewReader(""), false
+			so.Reader = strings.NewReader("")
+			if len(opts.Columns) > 0 {
+				so.Header = false
+			}
 		}
 		s, err := source.Stdin("csv", so, b.errs)
 		if err != nil {
