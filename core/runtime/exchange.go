@@ -771,8 +771,15 @@ func (r *run) sourceWorker(w *srcWorker) {
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
 		if err = r.x.src.ReadBlock(r.ctx, b, w.errs, emit); err != nil {
-			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) && !r.blockFailed(b, err) {
-				return // an earlier block failed, or the run stopped
+			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
+				if !r.blockFailed(b, err) {
+					return // an earlier block failed, or the run stopped
+				}
+				// The first bad record of the source workers: the channels'
+				// failures on earlier records come first (failure.go).
+				if r.sourceFailed(err, sp.seq, func() error { return sp.pulseAll(sp.seq) }) {
+					return
+				}
 			}
 			break
 		}

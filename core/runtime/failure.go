@@ -93,6 +93,25 @@ func (r *run) checkFailures() {
 	r.cancelRings()
 }
 
+// sourceFailed hands a bad record met by the source stage or a source
+// worker (err, a RecordError under on_error: fail, found after every record
+// with a sequence number up to hi was routed) to the arbiter instead of
+// failing the run at once: a channel may still fail on an earlier record.
+// pulse sends every channel a pulse at hi, so that their progress passes
+// it. It returns false (the caller fails the run itself) for errors that
+// name no record, or without a region.
+func (r *run) sourceFailed(err error, hi uint64, pulse func() error) bool {
+	var re *core.RecordError
+	if r.job.Region == nil || !errors.As(err, &re) || r.ctx.Err() != nil {
+		return false
+	}
+	r.registerFailure(-1, hi, hi, err)
+	if perr := pulse(); perr != nil {
+		return false
+	}
+	return true
+}
+
 // drainFailed is channel c's loop after its operators failed: it keeps
 // passing on what the other stages wait for — markers (a Reconfig's key
 // groups still move), its progress for each data batch — until the

@@ -695,6 +695,9 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 		end.Stamp = time.Now().UnixNano()
 		err = pre.Push(end)
 	}
+	if err != nil && r.splitter != nil && r.sourceFailed(err, r.splitter.seq, func() error { return r.splitter.pulseAll(r.splitter.seq) }) {
+		return // a bad record: the first in input order fails the job (failure.go)
+	}
 	if err != nil {
 		// Every stage stops: cancel every ring ever made, including those
 		// of channels a live change was adding (not yet the splitter's).
@@ -754,6 +757,14 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	}
 	r.chanIn[c] = in
 	r.ringsMu.Unlock()
+	// Alive from now, not from when its goroutine runs: a failure must
+	// wait for a channel that has not started yet (failure.go).
+	st := &r.chanStats[c]
+	st.progress.Store(0)
+	if join != nil {
+		st.progress.Store(join.seq)
+	}
+	st.alive.Store(true)
 	r.wg.Add(1)
 	sc := r.newStageCPU("channel", c)
 	sc.replicated = true
@@ -833,7 +844,6 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		idle = 0
 		return send(b)
 	})
-	stats.alive.Store(true)
 	defer func() {
 		stats.alive.Store(false)
 		r.checkFailures() // a failure may have waited for this channel

@@ -156,6 +156,19 @@ func (s *splitter) route(b *core.Batch) error {
 	return nil
 }
 
+// pulseAll sends every channel a pulse at sequence number seq (the
+// progress of a source that stops: failure.go).
+func (s *splitter) pulseAll(seq uint64) error {
+	for c := range s.rings {
+		m := core.NewMarker(core.Pulse)
+		m.MarkSeq = seq
+		if err := s.push(c, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // scatter copies b's records into per-channel batches (s.parts) by their
 // owners, in order: one pass to find owners and counts, one to copy each
 // record to its place (no per-record append). b stays the caller's.

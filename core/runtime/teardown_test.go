@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -242,3 +243,47 @@ func TestChannelFailNamesFirstBadRecord(t *testing.T) {
 		}
 	}
 }
+
+// A malformed input record (met by a source worker or the single source
+// stage) and a bad record met by an operator in a channel: whichever comes
+// first in the input names the job's error, with any number of workers
+// and channels.
+func TestSourceAndChannelFailuresInInputOrder(t *testing.T) {
+	recs := genRecords(60_000, 50, 17)
+	first := slices.IndexFunc(recs, func(r rec) bool { return r.v == 7 })
+	if first < 0 || first < 100 {
+		t.Fatalf("first bad value at %d", first)
+	}
+	for _, c := range []struct {
+		name  string
+		every int
+		want  string
+	}{
+		{"channel first", first + 300, fmt.Sprintf("reject:%d: bad value", first+1)},
+		{"source first", first / 2, fmt.Sprintf("blocks:%d: malformed on purpose", first/2)},
+	} {
+		for _, mn := range [][2]int{{-1, 1}, {-1, 3}, {1, 2}, {3, 3}, {8, 2}} {
+			errs, err := core.NewErrorPolicy(core.Fail, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			def := core.OperatorDef{Name: "reject", Out: testSchema, New: func(env core.Env) (core.Operator, error) {
+				return &rejectOp{env: env, bad: 7, slow: recs[first].k}, nil
+			}}
+			src := newBlockSource(recs, 3)
+			src.every, src.errs = c.every, errs
+			var in core.Source = src
+			if mn[0] < 0 { // the single source stage
+				in = &nextOnly{src}
+			}
+			job := &runtime.Job{Name: "mixed", Source: in, SourceParallelism: mn[0], Errors: errs, RingSize: 64, Sink: &memSink{},
+				Region: &runtime.Region{Channels: mn[1], Key: []string{"k"}, Ops: []core.OperatorDef{def}}}
+			if _, err := runtime.Run(context.Background(), job); err == nil || err.Error() != c.want {
+				t.Fatalf("%s, %d workers, %d channels: %v, want %s", c.name, mn[0], mn[1], err, c.want)
+			}
+		}
+	}
+}
+
+// nextOnly hides a source's blocks: it is read by the single source stage.
+type nextOnly struct{ core.Source }
