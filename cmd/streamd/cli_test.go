@@ -93,7 +93,7 @@ func TestExitCodes(t *testing.T) {
 			"streamd: " + badConfig + `:4:3: unknown field "chanels" (expected one of channels, key_by, key_groups, ordered, ops, elastic)` + "\n"},
 		{"run without a job", []string{"run"}, 2, "", "streamd: accepts 1 arg(s), received 0\n"},
 		{"validate two jobs", []string{"validate", quickstart, quickstart}, 2, "", "streamd: accepts 1 arg(s), received 2\n"},
-		{"negative channels", []string{"run", quickstart, "--channels", "-1"}, 2, "", "streamd: --channels must be ≥ 1, not -1\n"},
+		{"negative channels", []string{"run", quickstart, "--channels", "-1"}, 2, "", "streamd: --channels must be between 1 and 1024, not -1\n"},
 		{"unknown flag", []string{"run", quickstart, "--chanels", "2"}, 2, "", "streamd: unknown flag: --chanels\n"},
 		{"unknown command", []string{"execute", quickstart}, 2, "", "streamd: unknown command \"execute\" for \"streamd\"\n"},
 	} {

@@ -57,7 +57,7 @@ func newRunCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("--output-workers must be between 1 and 256, not %d (leave it out for auto)", fl.outWorkers))
 			}
 			if cmd.Flags().Changed("channels") && fl.channels < 1 {
-				return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
+				return usageErr(fmt.Errorf("--channels must be between 1 and 1024, not %d", fl.channels))
 			}
 			if cmd.Flags().Changed("restore") && fl.restore == "" {
 				// An unset variable in --restore "$CKPT" must not start afresh.
@@ -83,7 +83,7 @@ func newRunCmd() *cobra.Command {
 
 func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) error {
 	if fl.channels < 0 {
-		return usageErr(fmt.Errorf("--channels must be ≥ 1, not %d", fl.channels))
+		return usageErr(fmt.Errorf("--channels must be between 1 and 1024, not %d", fl.channels))
 	}
 	f, err := jobfile.Load(path)
 	if err != nil {

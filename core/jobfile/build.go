@@ -108,7 +108,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		return nil, fmt.Errorf("--channels %d: %s has no parallel region (region:) whose channels it could set", opt.Channels, f.Path)
 	}
 	if opt.Channels < 0 || opt.Channels > maxChannels {
-		return nil, fmt.Errorf("--channels %d: channels must be between 1 and %d", opt.Channels, maxChannels)
+		return nil, fmt.Errorf("--channels must be between 1 and %d, not %d", maxChannels, opt.Channels)
 	}
 	if r := s.Region; r != nil {
 		reg := &runtime.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}

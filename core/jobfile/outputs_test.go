@@ -116,8 +116,8 @@ func TestChannelsOption(t *testing.T) {
 		want     string
 	}{
 		{noRegion, 4, "--channels 4: " + filepath.Join(dir, "job.yaml") + " has no parallel region"},
-		{keyed, 5000, "--channels 5000: channels must be between 1 and 1024"},
-		{keyed, -1, "--channels -1: channels must be between 1 and 1024"},
+		{keyed, 5000, "--channels must be between 1 and 1024, not 5000"},
+		{keyed, -1, "--channels must be between 1 and 1024, not -1"},
 		{keyed, 32, "--channels 32: more channels than the region's 16 key groups"},
 		{keyed, 16, ""},
 		{noRegion, 0, ""},
