@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"streamd/core"
 	"streamd/ring"
@@ -95,6 +98,8 @@ type output struct {
 	// seq hands out in order, and there is no writer stage.
 	pos core.PositionalSink
 	seq *sequencer
+	// fails decides the workers' operator failures in item order.
+	fails *outFailures
 }
 
 // outputWorkers is how many output workers the run uses: 0 keeps the
@@ -159,6 +164,7 @@ func (r *run) buildOutput(k int) error {
 		sc.replicated = true
 		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
 	}
+	o.fails = newOutFailures(k)
 	r.out = o
 	return nil
 }
@@ -288,17 +294,32 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		b.Release()
 		return nil
 	})
-	for {
+	k := int64(len(o.in))
+	defer o.fails.done(r, w)
+	for seen := int64(0); ; {
 		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
 		}
 		end := b.Kind == core.End
+		t := seen*k + int64(w) // the merger's item index (data and barriers)
+		if !end {
+			seen++
+		}
 		cur = encodedPool.Get().(*encoded)
 		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
 		if err := chain.Push(b); err != nil {
 			cur.release()
-			return err
+			if errors.Is(err, ring.ErrCanceled) || errors.Is(err, ring.ErrClosed) {
+				return nil
+			}
+			// The first failing item in the merger's order fails the job.
+			o.fails.register(w, t, err)
+			r.drainOutput(w, sc)
+			return nil
+		}
+		if !end {
+			o.fails.processed(r, w, t+k)
 		}
 		if o.seq != nil { // positional: this worker writes its own bytes
 			if end {
@@ -318,6 +339,93 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		}
 		if end {
 			return nil
+		}
+	}
+}
+
+// outFailures decides, among output workers whose post-region operators
+// failed, the failure of the earliest item in the merger's order — the one
+// the merger stage alone would have met — once every other worker has
+// processed all its items before it (failure.go does the same for
+// channels).
+type outFailures struct {
+	mu      sync.Mutex
+	pending atomic.Bool
+	next    []atomic.Int64 // by worker: the next item it will process (MaxInt64: done)
+	failed  []bool
+	best    int64 // the earliest failed item, -1: none
+	err     error
+	decided bool
+}
+
+func newOutFailures(k int) *outFailures {
+	f := &outFailures{next: make([]atomic.Int64, k), failed: make([]bool, k), best: -1}
+	for w := range f.next {
+		f.next[w].Store(int64(w))
+	}
+	return f
+}
+
+// register records worker w's failure on item t.
+func (f *outFailures) register(w int, t int64, err error) {
+	f.mu.Lock()
+	f.failed[w] = true
+	if f.best < 0 || t < f.best {
+		f.best, f.err = t, err
+	}
+	f.mu.Unlock()
+	f.pending.Store(true)
+}
+
+// processed notes that worker w's next item is next, and decides a
+// pending failure if it can.
+func (f *outFailures) processed(r *run, w int, next int64) {
+	f.next[w].Store(next)
+	f.check(r)
+}
+
+// done notes that worker w stopped.
+func (f *outFailures) done(r *run, w int) { f.processed(r, w, math.MaxInt64) }
+
+func (f *outFailures) check(r *run) {
+	if !f.pending.Load() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.decided {
+		return
+	}
+	for w := range f.next {
+		if !f.failed[w] && f.next[w].Load() <= f.best {
+			return // worker w may still fail on an earlier item
+		}
+	}
+	f.decided = true
+	err := f.err
+	var re *core.RecordError
+	if !errors.As(err, &re) {
+		err = fmt.Errorf("output worker %d: %w", int(f.best%int64(len(f.next))), err)
+	}
+	r.fail(err)
+	r.cancelRings()
+}
+
+// drainOutput is worker w's loop after its operators failed: it takes
+// and drops what the merger sends (so that the merger does not stop on
+// it) until the failure is decided, the run stops or the stream ends.
+func (r *run) drainOutput(w int, sc *stageCPU) {
+	o := r.out
+	for {
+		o.fails.check(r)
+		b, err := popFilled(sc, o.in[w])
+		if err != nil {
+			return
+		}
+		end := b.Kind == core.End
+		b.Release()
+		if end {
+			return
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/core/ops"
@@ -226,6 +227,61 @@ func TestOutputStages(t *testing.T) {
 		}
 		if got := runtime.OutputStages(job); got != c.want {
 			t.Errorf("%s: %d output stages, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// rejectRows fails (on_error: fail) on window rows whose total is a
+// multiple of mod, naming the row; worker 0's instance is slow, so that
+// another worker meets a later bad row first.
+type rejectRows struct {
+	core.Base
+	env core.Env
+	mod int64
+}
+
+func (o *rejectRows) Process(in *core.Batch, out *core.Emitter) error {
+	if o.env.Channel == 0 {
+		time.Sleep(2 * time.Millisecond)
+	}
+	w := in.Schema.Width()
+	for i := 0; i < in.Len; i++ {
+		row := in.Vals[i*w : (i+1)*w]
+		if total := row[4].Int(); total%o.mod == 0 {
+			if err := o.env.Errors.Bad("reject", 0, "", fmt.Errorf("row %s %d has total %d", row[2].Str(), row[1].Time(), total)); err != nil {
+				return err
+			}
+		}
+	}
+	return out.Emit(in)
+}
+
+// Under on_error: fail a post-region operator in output workers fails the
+// job on the first bad row in the merger's order, as the merger stage
+// alone does, for any number of workers.
+func TestOutputWorkersFailOnFirstBadRow(t *testing.T) {
+	dir := t.TempDir()
+	run := func(k int) error {
+		job := outputJob(t, filepath.Join(dir, fmt.Sprintf("out-%d.csv", k)), 2, 2, k)
+		errs, err := core.NewErrorPolicy(core.Fail, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Errors = errs
+		in := job.Region.Ops[0].Out
+		job.Post = []core.OperatorDef{{Name: "reject", Out: in, New: func(env core.Env) (core.Operator, error) {
+			return &rejectRows{env: env, mod: 211}, nil
+		}}}
+		_, err = runtime.Run(context.Background(), job)
+		return err
+	}
+	want := run(-1)
+	if want == nil || !strings.Contains(want.Error(), "reject: row ") {
+		t.Fatalf("merger alone: %v", want)
+	}
+	for _, k := range []int{2, 3, 5} {
+		if got := run(k); got == nil || got.Error() != want.Error() {
+			t.Fatalf("%d output workers: %v, want %v", k, got, want)
 		}
 	}
 }
