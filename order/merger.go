@@ -216,12 +216,23 @@ func (m *Merger[B]) Pending() int {
 	return n
 }
 
+// pop drops the head item. The queue is reset when it empties and
+// compacted when its popped front is at least half of it (and 32 items):
+// a channel that is always a batch ahead never empties its queue, which
+// must not grow with the run (amortised O(1): an item is moved at most
+// once per compaction that halves the queue).
 func (in *input[B]) pop() {
 	var zero item[B]
 	in.q[in.head] = zero
 	in.head++
-	if in.head == len(in.q) {
+	switch {
+	case in.head == len(in.q):
 		in.q = in.q[:0]
+		in.head = 0
+	case in.head >= 32 && in.head*2 >= len(in.q):
+		n := copy(in.q, in.q[in.head:])
+		clear(in.q[n:])
+		in.q = in.q[:n]
 		in.head = 0
 	}
 }

@@ -257,3 +257,43 @@ func TestMergerResize(t *testing.T) {
 		t.Fatalf("after progress: %+v %v", st, ok)
 	}
 }
+
+// A channel that is always a batch ahead never empties its queue; the
+// queue must still not grow with the run (it is compacted).
+func TestMergerQueueStaysBounded(t *testing.T) {
+	m := New[*tb](2, true, nil)
+	push := func(ch int, seq uint64) {
+		b := &tb{seqs: []uint64{seq}, ch: ch}
+		m.PushData(ch, b, b.seqs, 0)
+	}
+	push(0, 1)
+	push(0, 3)
+	var got []uint64
+	for r := uint64(0); r < 10_000; r++ {
+		push(1, 2*r+2)
+		for {
+			st, ok := m.Next()
+			if !ok {
+				break
+			}
+			if st.Kind == Run && st.To > st.From {
+				got = append(got, st.Batch.seqs[st.From:st.To]...)
+			}
+		}
+		push(0, 2*r+5)
+		if n := len(m.in[0].q) - m.in[0].head; n < 1 {
+			t.Fatalf("round %d: channel 0's queue emptied: the test proves nothing", r)
+		}
+	}
+	if c := cap(m.in[0].q); c > 256 {
+		t.Fatalf("channel 0's queue grew to %d items of capacity", c)
+	}
+	for i, s := range got {
+		if s != uint64(i+1) {
+			t.Fatalf("record %d has seq %d: out of order", i, s)
+		}
+	}
+	if len(got) != 20_000 {
+		t.Fatalf("%d records merged, want 20000", len(got))
+	}
+}
