@@ -120,9 +120,10 @@ type checkpointer struct {
 	completed int64
 	timeouts  int64
 	failures  int64 // checkpoints that could not be written; the job goes on
-	durations []time.Duration
-	pauses    []time.Duration
-	stalls    []time.Duration // copy-on-write stalls (GroupSnapshot.ObserveStalls)
+	// Bounded histograms, each with its own lock (off c.mu, which the
+	// report takes): checkpoint durations, the channels' snapshot pauses,
+	// copy-on-write stalls (GroupSnapshot.ObserveStalls).
+	durations, pauses, stalls durationHist
 }
 
 func newCheckpointer(cfg Checkpointing, ops []core.OperatorDef, groups int) *checkpointer {
@@ -217,7 +218,7 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				d := time.Since(a.info.started)
 				c.mu.Lock()
 				c.completed++
-				c.durations = append(c.durations, d)
+				c.durations.record(d)
 				c.mu.Unlock()
 				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
 			}
@@ -386,16 +387,10 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 	}()
 }
 
-func (c *checkpointer) pause(d time.Duration) { c.record(&c.pauses, d) }
+func (c *checkpointer) pause(d time.Duration) { c.pauses.record(d) }
 
 // stall records a copy-on-write stall (called on channel goroutines).
-func (c *checkpointer) stall(d time.Duration) { c.record(&c.stalls, d) }
-
-func (c *checkpointer) record(ds *[]time.Duration, d time.Duration) {
-	c.mu.Lock()
-	*ds = append(*ds, d)
-	c.mu.Unlock()
-}
+func (c *checkpointer) stall(d time.Duration) { c.stalls.record(d) }
 
 // sinkCheckpoint runs on the sink's goroutine (the merger stage, or the
 // writer with output workers) for every batch or item, before its records
@@ -428,16 +423,6 @@ func (r *run) sinkCheckpoint(b *core.Batch) error {
 	}
 	r.ck.acks <- ack
 	return err
-}
-
-// percentile of durations (p in [0, 100]).
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[min(len(s)-1, int(p/100*float64(len(s))))]
 }
 
 // barrierOf is the checkpoint a Barrier marker carries (nil for any other

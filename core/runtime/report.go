@@ -154,11 +154,11 @@ func (r *run) report(wall time.Duration) *Report {
 	if c := r.ck; c != nil {
 		c.mu.Lock()
 		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
-		rep.CheckpointP50, rep.CheckpointP99 = percentile(c.durations, 50), percentile(c.durations, 99)
-		rep.SnapshotPauseP99 = percentile(c.pauses, 99)
-		rep.CopyOnWriteStalls = int64(len(c.stalls))
-		rep.StallP99, rep.StallMax = percentile(c.stalls, 99), percentile(c.stalls, 100)
 		c.mu.Unlock()
+		rep.CheckpointP50, rep.CheckpointP99, _ = c.durations.percentiles()
+		_, rep.SnapshotPauseP99, _ = c.pauses.percentiles()
+		rep.CopyOnWriteStalls = c.stalls.count()
+		_, rep.StallP99, rep.StallMax = c.stalls.percentiles()
 	}
 	r.cpuMu.Lock()
 	for _, sc := range r.cpus {

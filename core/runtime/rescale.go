@@ -7,11 +7,8 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"streamd/core"
 	"streamd/elastic"
@@ -118,32 +115,6 @@ type loss struct {
 type handoff struct {
 	groups []int
 	state  []any
-}
-
-// pauseHist records the pause each channel sees in a reconfiguration, µs.
-type pauseHist struct {
-	mu sync.Mutex
-	h  *hdrhistogram.Histogram
-}
-
-func (p *pauseHist) record(d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.h == nil {
-		p.h = hdrhistogram.New(1, 60_000_000, 3)
-	}
-	p.h.RecordValue(max(1, d.Microseconds()))
-}
-
-// percentiles returns p50, p99 and the maximum (zero when empty).
-func (p *pauseHist) percentiles() (p50, p99, pmax time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.h == nil {
-		return 0, 0, 0
-	}
-	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-	return us(p.h.ValueAtQuantile(50)), us(p.h.ValueAtQuantile(99)), us(p.h.Max())
 }
 
 // rescale changes the channel count to n. It runs on the source stage, the

@@ -73,8 +73,8 @@ type run struct {
 
 	// Live reconfiguration (rescale.go).
 	rescales                  atomic.Int64
-	pauses                    pauseHist
-	drains                    pauseHist // the source's wait for the old channels' backlog
+	pauses                    durationHist
+	drains                    durationHist // the source's wait for the old channels' backlog
 	scaler                    scaler
 	usedChans                 atomic.Int64 // highest channel count reached
 	curChans                  atomic.Int64 // the splitter's channel count now
