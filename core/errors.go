@@ -71,6 +71,10 @@ type ErrorPolicy struct {
 	// arrived after their windows fired; LateDeadLettered the subset of
 	// those written to the dead-letter file.
 	Skipped, DeadLettered, Late, LateDeadLettered atomic.Int64
+	// PartlyLate counts records that came after some of their windows
+	// fired (a sliding window): counted in the windows still open, missing
+	// from those that fired.
+	PartlyLate atomic.Int64
 
 	muted atomic.Int32 // > 0: Bad drops records unreported (Mute)
 	path  string
@@ -188,6 +192,11 @@ func (p *ErrorPolicy) LateRecord(input string, pos int64, raw string, toDeadLett
 	p.counts().LateDeadLettered.Add(1)
 	return p.write(input, pos, raw, "late: its windows have fired")
 }
+
+// PartlyLateRecord counts a record that came after some, not all, of its
+// windows fired (PartlyLate). It is not dead-lettered: it is in the
+// windows still open.
+func (p *ErrorPolicy) PartlyLateRecord() { p.counts().PartlyLate.Add(1) }
 
 type deadLetter struct {
 	Input  string `json:"input"`

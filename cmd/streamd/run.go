@@ -251,7 +251,11 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 			r.CopyOnWriteStalls, r.StallP99.Round(time.Microsecond), r.StallMax.Round(time.Microsecond))
 	}
 	printCPU(w, r)
-	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d\n", r.Skipped, r.DeadLetters, r.Late)
+	fmt.Fprintf(w, "errors: skipped %d, dead letters %d, late %d", r.Skipped, r.DeadLetters, r.Late)
+	if r.PartlyLate > 0 {
+		fmt.Fprintf(w, ", partly late %d (missing from windows that had fired)", r.PartlyLate)
+	}
+	fmt.Fprintln(w)
 }
 
 // printCPU writes each stage's thread CPU time (and the part spent waiting

@@ -31,6 +31,7 @@ func (gt) EvalBool(row []core.Value) (bool, error) { return row[1].Int() > 15, n
 //	event k=a t=5 v=3     a record of key a at event time 5 (seconds) with v=3
 //	watermark 10          event time reaches 10 s (watermark 10e9-1 ns)
 //	finish                end of stream
+//	late                  the late and partly late records so far
 //
 // Run with -rewrite to regenerate the expected rows after a deliberate change.
 func TestScripts(t *testing.T) {
@@ -131,7 +132,7 @@ func runScript(t *testing.T, file string, nAggs int) {
 				t.Fatal(err)
 			}
 		case "late":
-			fmt.Fprintf(&out, "> late=%d\n", errs.Late.Load())
+			fmt.Fprintf(&out, "> late=%d partly_late=%d\n", errs.Late.Load(), errs.PartlyLate.Load())
 			continue
 		default:
 			t.Fatalf("%s: unknown command %q", file, f[0])

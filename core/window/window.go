@@ -220,6 +220,9 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			}
 			continue
 		}
+		if start+slide-1 <= w.wm { // its first windows have fired, not all
+			w.env.Errors.PartlyLateRecord()
+		}
 		h := in.Hash[i]
 		g := kvstate.KeyGroup(h, w.spec.Groups)
 		w.touch(g)
