@@ -600,3 +600,39 @@ func keepLines(m []byte, n int) []byte {
 	lines := strings.SplitAfter(string(m), "\n")
 	return []byte(strings.Join(lines[:n], ""))
 }
+
+// Abort removes the part of the epoch in progress (in no checkpoint) and
+// keeps the parts barriers made durable, for a restore.
+func TestAbortRemovesOpenPart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.csv")
+	k := CSV(path, CSVOptions{Header: true}).(core.EpochSink)
+	if err := k.OpenEpochs(schema, 0); err != nil {
+		t.Fatal(err)
+	}
+	write := func(n int) { // enough records to pass the buffer: the part file exists
+		for range n {
+			b := batchOf(schema, records())
+			if err := k.Write(b); err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		}
+	}
+	write(10)
+	if err := k.Barrier(1); err != nil {
+		t.Fatal(err)
+	}
+	write(2000)
+	open := filepath.Join(path+".parts", partName(2))
+	if _, err := os.Stat(open); err != nil {
+		t.Fatalf("epoch 2's part before the abort: %v", err)
+	}
+	k.Abort()
+	if _, err := os.Stat(open); !os.IsNotExist(err) {
+		t.Fatalf("epoch 2's part after the abort: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(path+".parts", partName(1))); err != nil {
+		t.Fatalf("epoch 1's part after the abort: %v", err)
+	}
+}
