@@ -19,9 +19,22 @@ while IFS=: read -r file name; do
   grep -qxF "$PWD/${dir#./}" <<<"$pkgs" || continue
   targets=$((targets + 1))
   echo "fuzz ${dir#./} $name for $fuzztime"
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir"; then
-    echo "scripts/fuzz.sh: $name in ${dir#./} FAILED (input under ${dir#./}/testdata/fuzz/$name/)"
-    status=1
+  corpus="$dir/testdata/fuzz/$name"
+  before=$(ls "$corpus" 2>/dev/null | wc -l)
+  if ! out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$dir" 2>&1); then
+    echo "$out" | tail -20
+    after=$(ls "$corpus" 2>/dev/null | wc -l)
+    if [ "$after" = "$before" ] && grep -q 'context deadline exceeded' <<<"$out"; then
+      # Go's fuzzer can report its own deadline passing while it minimises
+      # an input on a busy machine; without a failing input that is no
+      # finding.
+      echo "scripts/fuzz.sh: $name in ${dir#./}: the fuzzer's deadline passed (no failing input): not a failure"
+    else
+      echo "scripts/fuzz.sh: $name in ${dir#./} FAILED (input under ${corpus#./}/)"
+      status=1
+    fi
+  else
+    echo "$out" | tail -2
   fi
 done < <(grep -rHo --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]*' . | sed 's/func //' | sort)
 echo "scripts/fuzz.sh: $targets fuzz targets, $fuzztime each"

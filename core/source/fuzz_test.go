@@ -1,0 +1,53 @@
+package source
+
+import (
+	"testing"
+
+	"streamd/core"
+)
+
+// Fuzz targets (scripts/fuzz.sh fuzzes them; the test tiers run their
+// seeds): a CSV or JSON-lines input read by blocks — several workers, and
+// the parallel parser — gives the sequential reader's records, positions,
+// dead letters and first error, whatever the bytes and the block size.
+
+func FuzzCSVBlocks(f *testing.F) {
+	for _, s := range []string{
+		"a,1\nb,2\n",
+		"a,\"x\ny\"\r\nb,\"q\"\"z\"\n",
+		"\ufeffa,1\r\n\r\nb,x\n",
+		"a,\"open\nb,2\n",
+		"a,b\"ad\nc,\"x\"y\n",
+		"\"\",\"\"\n,\n",
+	} {
+		f.Add(s, uint8(3), true)
+	}
+	f.Fuzz(func(t *testing.T, body string, size uint8, header bool) {
+		if len(body) > 2048 {
+			return
+		}
+		content := body
+		if header {
+			content = "k,v\n" + body
+		}
+		opts := CSVOptions{Header: header, Columns: []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}}
+		checkTextBlocks(t, csvOpeners(t, content, opts, []int64{int64(size%32) + 1}))
+	})
+}
+
+func FuzzJSONLBlocks(f *testing.F) {
+	for _, s := range []string{
+		"{\"k\":\"a\",\"v\":1}\n{\"k\":\"b\",\"v\":2}\n",
+		"\ufeff{\"k\":\"a\",\"v\":1}\r\n\r\n{\"k\":\"b\"}\n",
+		"{\"k\":\"a\",\"v\":1.5}\nnot json\n{\"k\":\"c\\u00e9\",\"v\":3}",
+		"[1,2]\n{\"k\":null,\"v\":1}\n",
+	} {
+		f.Add(s, uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, content string, size uint8) {
+		if len(content) > 2048 {
+			return
+		}
+		checkTextBlocks(t, jsonlOpeners(t, content, jsonlFields, []int64{int64(size%32) + 1}))
+	})
+}
