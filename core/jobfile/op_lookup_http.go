@@ -19,6 +19,7 @@ type LookupHTTPSpec struct {
 	Timeout   string        `yaml:"timeout"`
 	OnMiss    string        `yaml:"on_miss"`
 	CacheKeys int64         `yaml:"cache_counters"`
+	Redirects string        `yaml:"redirects"`
 }
 
 // lookup_http: {url, key, fields, …} adds fields from an HTTP JSON
@@ -44,6 +45,11 @@ func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
 	if err != nil {
 		return def, err
 	}
+	switch l.Redirects {
+	case "", "same_host", "any", "none":
+	default:
+		return def, b.f.errAt(b.path+".redirects", "redirects %q: expected same_host (the default), any or none", l.Redirects)
+	}
 	return ops.LookupHTTP(b.name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
-		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys}, b.in, nil)
+		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys, Redirects: l.Redirects}, b.in, nil)
 }

@@ -56,6 +56,11 @@ type LookupHTTPOptions struct {
 	// Concurrency is the number of requests one instance has in flight
 	// while it resolves a batch's distinct keys (default 8).
 	Concurrency int
+	// Redirects says which redirects a request follows: "same_host" (the
+	// default: to the URL's own scheme and host), "any" or "none" (a
+	// redirect response is then an error). A key must not lead the lookup
+	// to another server unless the job allows it.
+	Redirects string
 	// Client, if set, sends the requests; otherwise the operator uses its
 	// own transport, whose idle connections close with the cache.
 	Client *http.Client
@@ -103,10 +108,17 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 	if u, err := url.Parse(strings.ReplaceAll(opts.URL, "{key}", "k")); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fail(fmt.Errorf("url %q: expected an http or https URL", opts.URL))
 	}
-	s.escape = url.PathEscape
+	s.escape = escapeSegment
 	if q := strings.IndexByte(opts.URL, '?'); q >= 0 && q < i {
 		s.escape = url.QueryEscape
 	}
+	switch opts.Redirects {
+	case "", "same_host", "any", "none":
+	default:
+		return fail(fmt.Errorf("redirects %q: expected same_host, any or none", opts.Redirects))
+	}
+	base, _ := url.Parse(strings.ReplaceAll(opts.URL, "{key}", "k"))
+	s.origin = base.Scheme + "://" + base.Host
 	if len(opts.Fields) == 0 {
 		return fail(errors.New("no fields to add"))
 	}
@@ -163,6 +175,7 @@ type httpShared struct {
 	fields []core.Field
 	miss   miss
 	escape func(string) string
+	origin string // the URL's scheme://host, for Redirects
 
 	hits, misses, requests, notFound, errors atomic.Int64
 
@@ -190,7 +203,7 @@ func (s *httpShared) acquire() (*ristretto.Cache[string, *httpEntry], *http.Clie
 		if s.client == nil {
 			s.transport = http.DefaultTransport.(*http.Transport).Clone()
 			s.transport.MaxIdleConnsPerHost = s.opts.Concurrency
-			s.client = &http.Client{Transport: s.transport}
+			s.client = &http.Client{Transport: s.transport, CheckRedirect: s.checkRedirect}
 		}
 	}
 	s.live++
@@ -218,6 +231,30 @@ func (s *httpShared) statsMap() map[string]int64 {
 		"hits": s.hits.Load(), "misses": s.misses.Load(), "requests": s.requests.Load(),
 		"not_found": s.notFound.Load(), "errors": s.errors.Load(),
 	}
+}
+
+// escapeSegment escapes a key for a path segment: url.PathEscape, and a
+// key that is all dots ("." or "..", which servers and proxies resolve as
+// the current or parent directory) has its dots escaped too.
+func escapeSegment(key string) string {
+	if key != "" && strings.Trim(key, ".") == "" {
+		return strings.Repeat("%2E", len(key))
+	}
+	return url.PathEscape(key)
+}
+
+// checkRedirect follows Redirects (http.Client.CheckRedirect), and at most
+// 10 redirects, as the default client does.
+func (s *httpShared) checkRedirect(req *http.Request, via []*http.Request) error {
+	switch {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case s.opts.Redirects == "none":
+		return fmt.Errorf("redirected to %s (redirects: none)", req.URL.Redacted())
+	case s.opts.Redirects != "any" && req.URL.Scheme+"://"+req.URL.Host != s.origin:
+		return fmt.Errorf("redirected to another host, %s (redirects: same_host; any allows it)", req.URL.Redacted())
+	}
+	return nil
 }
 
 // maxBody bounds the response body read per request.

@@ -298,3 +298,101 @@ func TestLookupHTTPConstructorErrors(t *testing.T) {
 		}
 	}
 }
+
+// Keys stay inside the URL's path segment: a key of dots is not a
+// "current" or "parent" directory, a slash is escaped.
+func TestLookupHTTPEscapesDotKeys(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	def, err := LookupHTTP("cities", LookupHTTPOptions{URL: srv.URL + "/airports/{key}/info", Key: "origin", Fields: cityFields}, flights, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, def, core.Env{}, originBatch("..", ".", "a/b", "x.y")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/airports/%2E%2E/info", "/airports/%2E/info", "/airports/a%2Fb/info", "/airports/x.y/info"}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range want {
+		found := false
+		for _, p := range paths {
+			found = found || p == w
+		}
+		if !found {
+			t.Errorf("no request for %s among %v", w, paths)
+		}
+	}
+}
+
+// Redirects: to the same host followed by default; to another host only
+// with redirects: any; none with redirects: none. A refused redirect is a
+// failed lookup (to the error policy), not a silent miss.
+func TestLookupHTTPRedirects(t *testing.T) {
+	other := newAirportServer(t)
+	var self *httptest.Server
+	self = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := strings.TrimPrefix(r.URL.Path, "/r/")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/airports/"):
+			json.NewEncoder(w).Encode(airportData[strings.TrimPrefix(r.URL.Path, "/airports/")])
+		case code == "ORD":
+			http.Redirect(w, r, self.URL+"/airports/ORD", http.StatusFound)
+		default:
+			http.Redirect(w, r, other.URL+"/airports/"+code, http.StatusFound)
+		}
+	}))
+	defer self.Close()
+	for _, c := range []struct {
+		redirects      string
+		ordOK, atlOK   bool
+		otherRequested bool
+	}{{"", true, false, false}, {"same_host", true, false, false}, {"any", true, true, true}, {"none", false, false, false}} {
+		other.total.Store(0)
+		errs, err := core.NewErrorPolicy(core.Skip, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := LookupHTTP("cities", LookupHTTPOptions{URL: self.URL + "/r/{key}", Key: "origin", Fields: cityFields, Redirects: c.redirects}, flights, errs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, def, core.Env{Errors: errs}, originBatch("ORD", "ATL"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range out {
+			got[r.vals[1].Str()] = r.vals[4].Str()
+		}
+		if ok := got["ORD"] == "Chicago"; ok != c.ordOK {
+			t.Errorf("redirects %q: same-host redirect gave %q", c.redirects, got["ORD"])
+		}
+		if ok := got["ATL"] == "Atlanta"; ok != c.atlOK {
+			t.Errorf("redirects %q: other-host redirect gave %q", c.redirects, got["ATL"])
+		}
+		if (other.total.Load() > 0) != c.otherRequested {
+			t.Errorf("redirects %q: the other host got %d requests", c.redirects, other.total.Load())
+		}
+		wantSkipped := int64(0)
+		if !c.ordOK {
+			wantSkipped++
+		}
+		if !c.atlOK {
+			wantSkipped++
+		}
+		if errs.Skipped.Load() != wantSkipped {
+			t.Errorf("redirects %q: %d records to the error policy, want %d", c.redirects, errs.Skipped.Load(), wantSkipped)
+		}
+	}
+	if _, err := LookupHTTP("cities", LookupHTTPOptions{URL: self.URL + "/r/{key}", Key: "origin", Fields: cityFields, Redirects: "elsewhere"}, flights, nil); err == nil {
+		t.Fatal("redirects elsewhere accepted")
+	}
+}
