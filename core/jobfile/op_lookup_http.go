@@ -20,6 +20,12 @@ type LookupHTTPSpec struct {
 	OnMiss    string        `yaml:"on_miss"`
 	CacheKeys int64         `yaml:"cache_counters"`
 	Redirects string        `yaml:"redirects"`
+	// Retries and BreakerFailures are pointers: absent takes the default
+	// (2 and 10), 0 turns them off.
+	Retries         *int   `yaml:"retries"`
+	RetryBackoff    string `yaml:"retry_backoff"`
+	BreakerFailures *int   `yaml:"breaker_failures"`
+	BreakerCooldown string `yaml:"breaker_cooldown"`
 }
 
 // lookup_http: {url, key, fields, …} adds fields from an HTTP JSON
@@ -50,6 +56,26 @@ func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
 	default:
 		return def, b.f.errAt(b.path+".redirects", "redirects %q: expected same_host (the default), any or none", l.Redirects)
 	}
+	retries, failures := 2, 10
+	if l.Retries != nil {
+		if retries = *l.Retries; retries < 0 || retries > 100 {
+			return def, b.f.errAt(b.path+".retries", "retries must be between 0 and 100, not %d", retries)
+		}
+	}
+	if l.BreakerFailures != nil {
+		if failures = *l.BreakerFailures; failures < 0 {
+			return def, b.f.errAt(b.path+".breaker_failures", "breaker_failures must be 0 (no breaker) or more, not %d", failures)
+		}
+	}
+	backoff, err := b.f.duration(b.path+".retry_backoff", l.RetryBackoff, 100*time.Millisecond)
+	if err != nil {
+		return def, err
+	}
+	cooldown, err := b.f.duration(b.path+".breaker_cooldown", l.BreakerCooldown, 5*time.Second)
+	if err != nil {
+		return def, err
+	}
 	return ops.LookupHTTP(b.name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
-		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys, Redirects: l.Redirects}, b.in, nil)
+		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys, Redirects: l.Redirects,
+		Retries: retries, Backoff: backoff, BreakerFailures: failures, BreakerCooldown: cooldown}, b.in, nil)
 }

@@ -56,6 +56,25 @@ type LookupHTTPOptions struct {
 	// Concurrency is the number of requests one instance has in flight
 	// while it resolves a batch's distinct keys (default 8).
 	Concurrency int
+	// Retries is how many times a request that failed for a reason that
+	// may pass (no connection, a timeout, a 5xx or 429 status) is tried
+	// again, after Backoff, doubled each time (up to 2 s); 0: no retry
+	// (the job file's default is 2).
+	Retries int
+	// Backoff is the wait before the first retry (default 100 ms).
+	Backoff time.Duration
+	// BreakerFailures is how many such failures in a row open the circuit
+	// breaker: for BreakerCooldown no request is sent and every lookup
+	// fails at once (ErrCircuitOpen, to the error policy) — a server that
+	// is down is not asked for every key — then one request tries it
+	// again. ≤ 0: no breaker (the job file's default is 10).
+	BreakerFailures int
+	// BreakerCooldown is how long the breaker stays open (default 5 s),
+	// measured by Now.
+	BreakerCooldown time.Duration
+	// Sleep, if set, waits d or until ctx is done (tests script it; nil:
+	// a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
 	// Redirects says which redirects a request follows: "same_host" (the
 	// default: to the URL's own scheme and host), "any" or "none" (a
 	// redirect response is then an error). A key must not lead the lookup
@@ -88,7 +107,8 @@ type LookupHTTPOptions struct {
 // not a JSON object with convertible members) is not cached and hands each
 // record of that key to errs (nil: the instance's Env.Errors; both nil:
 // fail). Stats reports hits and misses (records whose key was or was not in
-// the cache), requests, not_found and errors (failed requests).
+// the cache), requests, not_found, errors (failed requests, and lookups the
+// open breaker refused) and retries.
 func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core.ErrorPolicy) (core.OperatorDef, error) {
 	fail := func(err error) (core.OperatorDef, error) {
 		return core.OperatorDef{}, fmt.Errorf("lookup_http %s: %w", name, err)
@@ -141,6 +161,18 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 	if s.opts.NumCounters <= 0 {
 		s.opts.NumCounters = 10 * s.opts.MaxCost
 	}
+	if s.opts.Retries < 0 {
+		s.opts.Retries = 0
+	}
+	if s.opts.Backoff <= 0 {
+		s.opts.Backoff = 100 * time.Millisecond
+	}
+	if s.opts.BreakerCooldown <= 0 {
+		s.opts.BreakerCooldown = 5 * time.Second
+	}
+	if s.opts.Sleep == nil {
+		s.opts.Sleep = sleepCtx
+	}
 	if s.opts.Concurrency <= 0 {
 		s.opts.Concurrency = 8
 	}
@@ -176,8 +208,9 @@ type httpShared struct {
 	miss   miss
 	escape func(string) string
 	origin string // the URL's scheme://host, for Redirects
+	breaker breaker
 
-	hits, misses, requests, notFound, errors atomic.Int64
+	hits, misses, requests, notFound, errors, retries atomic.Int64
 
 	mu        sync.Mutex
 	live      int
@@ -229,7 +262,7 @@ func (s *httpShared) release() {
 func (s *httpShared) statsMap() map[string]int64 {
 	return map[string]int64{
 		"hits": s.hits.Load(), "misses": s.misses.Load(), "requests": s.requests.Load(),
-		"not_found": s.notFound.Load(), "errors": s.errors.Load(),
+		"not_found": s.notFound.Load(), "errors": s.errors.Load(), "retries": s.retries.Load(),
 	}
 }
 
@@ -260,7 +293,89 @@ func (s *httpShared) checkRedirect(req *http.Request, via []*http.Request) error
 // maxBody bounds the response body read per request.
 const maxBody = 1 << 20
 
-// get fetches key: a new entry (found or a 404) or an error.
+// fetch is get with the retries and the circuit breaker: a new entry
+// (found or a 404) or the last error.
+func (s *httpShared) fetch(client *http.Client, key string) (*httpEntry, error) {
+	backoff := s.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		if err := s.breaker.allow(s.opts.Now()); err != nil {
+			s.errors.Add(1)
+			return nil, err
+		}
+		e, err := s.get(client, key)
+		transient := err != nil && errors.Is(err, errTransient)
+		s.breaker.result(transient, s.opts.Now(), s.opts.BreakerFailures, s.opts.BreakerCooldown)
+		if !transient || attempt >= s.opts.Retries {
+			return e, err
+		}
+		s.retries.Add(1)
+		if serr := s.opts.Sleep(context.Background(), backoff); serr != nil {
+			return nil, err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// errTransient marks a failure that may pass (errors.Is): no connection,
+// a timeout, a 5xx or 429 status. fetch retries those and counts them for
+// the breaker.
+var errTransient = errors.New("transient")
+
+// ErrCircuitOpen is the cause (errors.Is) of a lookup refused without a
+// request because the breaker is open (LookupHTTPOptions.BreakerFailures).
+var ErrCircuitOpen = errors.New("lookup server failing: circuit breaker open")
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// breaker is the circuit breaker shared by a lookup's instances: closed
+// (requests go), open until a time (none go), then half-open (one goes;
+// its success closes it, its failure opens it again).
+type breaker struct {
+	mu       sync.Mutex
+	failures int       // transient failures in a row
+	openTill time.Time // while open
+	probing  bool      // half-open: a request is out
+}
+
+// allow says whether a request may go now.
+func (b *breaker) allow(now time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.openTill.IsZero():
+		return nil
+	case now.Before(b.openTill) || b.probing:
+		return fmt.Errorf("%w (until %s)", ErrCircuitOpen, b.openTill.Format(time.RFC3339))
+	}
+	b.probing = true // half-open: this request tries the server
+	return nil
+}
+
+// result records a request's outcome (transient: it failed in a way that
+// may pass); limit failures in a row open the breaker for cooldown.
+func (b *breaker) result(transient bool, now time.Time, limit int, cooldown time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !transient {
+		b.failures, b.openTill, b.probing = 0, time.Time{}, false
+		return
+	}
+	b.failures++
+	if limit > 0 && (b.probing || b.failures >= limit) {
+		b.openTill, b.probing = now.Add(cooldown), false
+	}
+}
+
+// get fetches key once: a new entry (found or a 404) or an error.
 func (s *httpShared) get(client *http.Client, key string) (*httpEntry, error) {
 	u := strings.ReplaceAll(s.opts.URL, "{key}", s.escape(key))
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
@@ -276,9 +391,13 @@ func (s *httpShared) get(client *http.Client, key string) (*httpEntry, error) {
 	if err != nil {
 		s.errors.Add(1)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("GET %s: no response within %s: %w", u, s.opts.Timeout, ErrTimeout)
+			return nil, fmt.Errorf("GET %s: no response within %s: %w", u, s.opts.Timeout, errors.Join(ErrTimeout, errTransient))
 		}
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+		var ue *url.Error
+		if errors.As(err, &ue) && strings.Contains(ue.Err.Error(), "redirect") {
+			return nil, fmt.Errorf("GET %s: %w", u, err) // a refused redirect: no retry
+		}
+		return nil, fmt.Errorf("GET %s: %w", u, errors.Join(err, errTransient))
 	}
 	defer resp.Body.Close()
 	body := io.LimitReader(resp.Body, maxBody)
@@ -287,6 +406,10 @@ func (s *httpShared) get(client *http.Client, key string) (*httpEntry, error) {
 		io.Copy(io.Discard, body)
 		s.notFound.Add(1)
 		return &httpEntry{}, nil
+	case resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests:
+		io.Copy(io.Discard, body)
+		s.errors.Add(1)
+		return nil, fmt.Errorf("GET %s: %s: %w", u, resp.Status, errTransient)
 	case resp.StatusCode/100 != 2:
 		io.Copy(io.Discard, body)
 		s.errors.Add(1)
@@ -481,7 +604,7 @@ func (l *httpLookup) resolve(now int64) {
 	}
 	get := func(x int) {
 		j := l.fetch[x]
-		l.ents[j], l.fails[j] = l.s.get(l.client, l.keys[j])
+		l.ents[j], l.fails[j] = l.s.fetch(l.client, l.keys[j])
 	}
 	if workers := min(l.s.opts.Concurrency, n); workers == 1 {
 		for x := range n {

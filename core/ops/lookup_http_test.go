@@ -1,11 +1,13 @@
 package ops
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,5 +396,121 @@ func TestLookupHTTPRedirects(t *testing.T) {
 	}
 	if _, err := LookupHTTP("cities", LookupHTTPOptions{URL: self.URL + "/r/{key}", Key: "origin", Fields: cityFields, Redirects: "elsewhere"}, flights, nil); err == nil {
 		t.Fatal("redirects elsewhere accepted")
+	}
+}
+
+// flakyServer answers 503 to the first fails requests of each key, then
+// the airport; down makes it answer 500 to everything.
+func flakyServer(t *testing.T, fails int) (*httptest.Server, *atomic.Bool, *atomic.Int64) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	down := &atomic.Bool{}
+	total := &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		total.Add(1)
+		code := strings.TrimPrefix(r.URL.Path, "/airports/")
+		mu.Lock()
+		seen[code]++
+		n := seen[code]
+		mu.Unlock()
+		if down.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		if n <= fails {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		json.NewEncoder(w).Encode(airportData[code])
+	}))
+	t.Cleanup(srv.Close)
+	return srv, down, total
+}
+
+// A request that fails in a way that may pass (503) is tried again,
+// Retries times, after a backoff doubling each time (scripted sleep); a
+// 404 is not retried.
+func TestLookupHTTPRetries(t *testing.T) {
+	for _, c := range []struct {
+		retries, fails int
+		found          bool
+	}{{2, 2, true}, {2, 3, false}, {0, 1, false}} {
+		srv, _, total := flakyServer(t, c.fails)
+		var slept []time.Duration
+		errs, _ := core.NewErrorPolicy(core.Skip, "")
+		def, err := LookupHTTP("cities", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields,
+			Retries: c.retries, Backoff: 10 * time.Millisecond, Concurrency: 1,
+			Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}, flights, errs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, def, core.Env{Errors: errs}, originBatch("ORD"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := len(out) == 1 && out[0].vals[4].Str() == "Chicago"
+		wantReq := int64(min(c.fails, c.retries) + 1)
+		if found != c.found || total.Load() != wantReq || len(slept) != int(wantReq-1) || def.Stats()["retries"] != wantReq-1 {
+			t.Fatalf("%+v: found %v, %d requests (want %d), slept %v, stats %v", c, found, total.Load(), wantReq, slept, def.Stats())
+		}
+		for i, d := range slept {
+			if d != 10*time.Millisecond<<i {
+				t.Fatalf("%+v: backoff %d was %v", c, i, d)
+			}
+		}
+		if !c.found && errs.Skipped.Load() != 1 {
+			t.Fatalf("%+v: %d records to the error policy", c, errs.Skipped.Load())
+		}
+	}
+}
+
+// The breaker: BreakerFailures failures in a row open it; while open, no
+// request is sent and lookups fail at once; after the cooldown (scripted
+// clock) one request tries the server, and a success closes it.
+func TestLookupHTTPCircuitBreaker(t *testing.T) {
+	srv, down, total := flakyServer(t, 0)
+	down.Store(true)
+	now := time.Unix(1e6, 0)
+	errs, _ := core.NewErrorPolicy(core.Skip, "")
+	def, err := LookupHTTP("cities", LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields,
+		BreakerFailures: 3, BreakerCooldown: 5 * time.Second, Concurrency: 1, TTL: time.Nanosecond,
+		Now: func() time.Time { return now }}, flights, errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := def.New(core.Env{Errors: errs})
+	defer op.(core.Closer).Close()
+	var found []string
+	emit := core.NewEmitter(def.Out, func(b *core.Batch) error {
+		for i := range b.Len {
+			if c := b.Row(i)[4].Str(); c != "" {
+				found = append(found, c)
+			}
+		}
+		b.Release()
+		return nil
+	}, nil)
+	lookup := func(keys ...string) {
+		b := originBatch(keys...)
+		if err := op.Process(b, emit); err != nil {
+			t.Fatal(err)
+		}
+		emit.Flush()
+		b.Release()
+	}
+	lookup("ORD", "ATL", "SFO", "JFK", "DBN") // 3 failures open it; 2 refused without a request
+	if total.Load() != 3 || errs.Skipped.Load() != 5 {
+		t.Fatalf("down: %d requests, %d records to the error policy; want 3 and 5", total.Load(), errs.Skipped.Load())
+	}
+	now = now.Add(4 * time.Second)
+	lookup("ORD")
+	if total.Load() != 3 {
+		t.Fatalf("still open: %d requests", total.Load())
+	}
+	down.Store(false)
+	now = now.Add(2 * time.Second) // past the cooldown: one probe, it succeeds
+	lookup("ORD", "ATL")
+	if total.Load() != 5 || !slices.Equal(found, []string{"Chicago", "Atlanta"}) {
+		t.Fatalf("after the cooldown: %d requests, found %v", total.Load(), found)
 	}
 }
