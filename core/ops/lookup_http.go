@@ -202,12 +202,12 @@ type httpEntry struct {
 // httpShared is what the instances of one LookupHTTP share: the options,
 // the counters, and the cache and client while an instance lives.
 type httpShared struct {
-	opts   LookupHTTPOptions
-	key    int
-	fields []core.Field
-	miss   miss
-	escape func(string) string
-	origin string // the URL's scheme://host, for Redirects
+	opts    LookupHTTPOptions
+	key     int
+	fields  []core.Field
+	miss    miss
+	escape  func(string) string
+	origin  string // the URL's scheme://host, for Redirects
 	breaker breaker
 
 	hits, misses, requests, notFound, errors, retries atomic.Int64
