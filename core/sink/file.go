@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // atomicFile is a file written under a temporary name in its destination's
@@ -15,7 +17,12 @@ type atomicFile struct {
 	f    *os.File
 }
 
-// createAtomic creates the temporary file for path.
+// createAtomic creates the temporary file for path. The file holds an
+// exclusive flock(2) while it is written, which the kernel drops when the
+// process ends, however it ends: temporary files of path that nobody holds
+// are left by runs killed (SIGKILL, a crash) before they could remove
+// them, and are removed first. A run writing the same path now keeps its
+// file.
 func createAtomic(path string) (*atomicFile, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -24,11 +31,33 @@ func createAtomic(path string) (*atomicFile, error) {
 	if base == "" {
 		return nil, fmt.Errorf("%q names a directory, not a file", path)
 	}
+	removeStale(filepath.Join(dir, "."+base+".tmp-*"))
 	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
 	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil && !errors.Is(err, unix.ENOTSUP) && !errors.Is(err, unix.EOPNOTSUPP) {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("lock temporary file %s: %w", f.Name(), err)
+	}
 	return &atomicFile{path: path, f: f}, nil
+}
+
+// removeStale removes the files matching pattern that no process holds a
+// lock on (best effort: a file it cannot open or lock is left alone).
+func removeStale(pattern string) {
+	names, _ := filepath.Glob(pattern)
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(name) // still locked by us: nobody opens it meanwhile to write
+		}
+		f.Close()
+	}
 }
 
 func (a *atomicFile) Write(p []byte) (int, error) { return a.f.Write(p) }

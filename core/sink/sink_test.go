@@ -636,3 +636,39 @@ func TestAbortRemovesOpenPart(t *testing.T) {
 		t.Fatalf("epoch 1's part after the abort: %v", err)
 	}
 }
+
+// Temporary files of the same destination that no process holds (a run
+// killed before it could remove its own) are removed when a sink opens;
+// one a live writer holds is kept.
+func TestStaleTemporaryFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.csv")
+	stale := filepath.Join(dir, ".out.csv.tmp-123")
+	if err := os.WriteFile(stale, []byte("half a file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, ".other.csv.tmp-456") // another destination's: not ours
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	live := CSV(path, CSVOptions{Header: true})
+	if err := live.Open(schema); err != nil { // holds its own temporary file
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale temporary file after Open: %v", err)
+	}
+	second := CSV(path, CSVOptions{Header: true})
+	if err := second.Open(schema); err != nil {
+		t.Fatal(err)
+	}
+	second.Abort()
+	names, _ := filepath.Glob(filepath.Join(dir, ".out.csv.tmp-*"))
+	if len(names) != 1 { // the live writer's, kept
+		t.Fatalf("temporary files left: %v", names)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another destination's temporary file: %v", err)
+	}
+}
