@@ -234,8 +234,9 @@ func TestDeadLetterFile(t *testing.T) {
 	}
 }
 
-// runJobFile writes job.yaml into dir, builds it and runs it.
-func runJobFile(t *testing.T, dir, text string) (*runtime.Report, error) {
+// buildJobFile writes job.yaml into dir, loads it and builds it with opt
+// (a failure fails the test).
+func buildJobFile(t *testing.T, dir, text string, opt Options) *runtime.Job {
 	t.Helper()
 	path := filepath.Join(dir, "job.yaml")
 	writeFile(t, path, text)
@@ -243,10 +244,17 @@ func runJobFile(t *testing.T, dir, text string) (*runtime.Report, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := f.Build(Options{})
+	job, err := f.Build(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return job
+}
+
+// runJobFile writes job.yaml into dir, builds it and runs it.
+func runJobFile(t *testing.T, dir, text string) (*runtime.Report, error) {
+	t.Helper()
+	job := buildJobFile(t, dir, text, Options{})
 	rep, err := runtime.Run(context.Background(), job)
 	if rep == nil {
 		t.Fatalf("no report (error %v)", err)

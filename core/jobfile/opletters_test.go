@@ -24,16 +24,7 @@ func TestOperatorDeadLettersInInputOrder(t *testing.T) {
 			"pipeline:\n  - map: {p: value % (value - 499)}\n" +
 			"region:\n  key_by: [key]\n  ops:\n    - map: {q: 100 % value}\n    - filter: q % (value - 7) >= 0\n" +
 			"sink:\n  csv: {path: out.csv}\n"
-		path := filepath.Join(dir, "job.yaml")
-		writeFile(t, path, text)
-		f, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		job, err := f.Build(Options{Channels: n})
-		if err != nil {
-			t.Fatal(err)
-		}
+		job := buildJobFile(t, dir, text, Options{Channels: n})
 		job.SourceParallelism = m
 		if _, err := runtime.Run(context.Background(), job); err != nil {
 			t.Fatalf("%d workers, %d channels: %v", m, n, err)

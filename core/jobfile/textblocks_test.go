@@ -74,16 +74,7 @@ func TestTextSourceWorkersSameOutput(t *testing.T) {
 				"event_time: {field: ts, unit: ms, max_out_of_orderness: 300ms}\n" +
 				"region:\n  key_by: [k]\n  ops:\n    - window: {size: 200ms, aggregates: {n: count, s: sum(v), hi: max(v)}}\n" +
 				"sink:\n  csv: {path: out.csv}\n"
-			path := filepath.Join(dir, "job.yaml")
-			writeFile(t, path, text)
-			f, err := Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			job, err := f.Build(Options{Channels: n})
-			if err != nil {
-				t.Fatal(err)
-			}
+			job := buildJobFile(t, dir, text, Options{Channels: n})
 			sp, ok := job.Source.(core.Splittable)
 			if !ok || sp.Blocks() < 3 {
 				t.Fatalf("%s: %T, splittable %v, %d blocks (%d bytes)", kind.name, job.Source, ok, sp.Blocks(), len(kind.text))
