@@ -66,7 +66,7 @@ func newRunCmd() *cobra.Command {
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading a Parquet, CSV or JSON-lines file's blocks at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
+	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading the blocks of a Parquet, CSV or JSON-lines file or a generator at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.outWorkers, "output-workers", 0, "output workers running the post-region operators and encoding, 1 to 256 (overrides runtime.output_workers; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
@@ -75,7 +75,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&fl.mutexProfile, "mutexprofile", "", "write a mutex contention profile (pprof) to this file at the end")
 	cmd.Flags().StringVar(&fl.pprofAddr, "pprof-addr", "", "serve net/http/pprof under /debug/pprof/ on host:port while the job runs")
 	cmd.Flags().StringVar(&fl.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on host:port while the job runs")
-	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal")
+	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal (0 or less: none)")
 	cmd.Flags().StringVar(&fl.restore, "restore", "", "resume from a checkpoint: latest (the newest valid one in checkpoint.dir) or a checkpoint directory")
 	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file, and a PNG plot of it beside (same name, .png)")
 	return cmd
