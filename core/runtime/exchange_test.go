@@ -151,6 +151,33 @@ func exchangeJob(t *testing.T, src core.Source, m, n int, size, slide int64, dl 
 	}, sink
 }
 
+// runWithLetters runs job and returns its sink's lines, its report and
+// the dead-letter file at dl ("" when none was written).
+func runWithLetters(t *testing.T, name string, job *runtime.Job, sink *memSink, dl string) ([]string, *runtime.Report, string) {
+	t.Helper()
+	rep, err := runtime.Run(context.Background(), job)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, err := os.ReadFile(dl)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return sink.lines, rep, string(b)
+}
+
+// sourceStages counts the source stages (workers) a report lists and the
+// records they read.
+func sourceStages(rep *runtime.Report) (n int, read int64) {
+	for _, s := range rep.Stages {
+		if s.Stage == "source" {
+			n++
+			read += s.Records
+		}
+	}
+	return n, read
+}
+
 // The determinism contract with parallel sources: an out-of-order keyed
 // window job with late records (tumbling and sliding, late records dropped
 // or dead-lettered) gives byte-identical output, the same late count and
@@ -212,13 +239,7 @@ func TestExchangeIndependentOfWorkersAndChannels(t *testing.T) {
 			if rep.Late != wantRep.Late || rep.RecordsIn != int64(len(recs)) {
 				t.Fatalf("%s: %d late (want %d), %d records in", name, rep.Late, wantRep.Late, rep.RecordsIn)
 			}
-			workers, read := 0, int64(0)
-			for _, s := range rep.Stages {
-				if s.Stage == "source" {
-					workers++
-					read += s.Records
-				}
-			}
+			workers, read := sourceStages(rep)
 			if workers != m || read != int64(len(recs)) {
 				t.Fatalf("%s: %d source stages reported, %d records read", name, workers, read)
 			}
@@ -440,15 +461,7 @@ func TestExchangeLiveChanges(t *testing.T) {
 			if seed != 0 {
 				job.Region.MaxChannels, job.Region.Schedule = 6, randomSchedule(seed, 6)
 			}
-			rep, err := runtime.Run(context.Background(), job)
-			if err != nil {
-				t.Fatalf("%d workers, seed %d: %v", m, seed, err)
-			}
-			b, err := os.ReadFile(dl)
-			if err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-			return sink.lines, rep, string(b)
+			return runWithLetters(t, fmt.Sprintf("%d workers, seed %d", m, seed), job, sink, dl)
 		}
 		want, wantRep, wantLetters := run(-1, 0)
 		if wantRep.Late == 0 || len(want) == 0 {
@@ -458,12 +471,7 @@ func TestExchangeLiveChanges(t *testing.T) {
 			for _, m := range []int{1, 2, 3, 8} {
 				got, rep, letters := run(m, seed)
 				name := fmt.Sprintf("%d workers, seed %d", m, seed)
-				workers := 0
-				for _, s := range rep.Stages {
-					if s.Stage == "source" {
-						workers++
-					}
-				}
+				workers, _ := sourceStages(rep)
 				if rep.Rescales < 2 || workers != m {
 					t.Fatalf("%s: %d channel changes, %d source stages", name, rep.Rescales, workers)
 				}
@@ -577,25 +585,12 @@ func TestExchangeTradesCores(t *testing.T) {
 				job.SourceParallelism, job.SourceCores = 0, 7
 				job.Region.MaxChannels, job.Region.Schedule = 6, randomSchedule(seed, 6)
 			}
-			rep, err := runtime.Run(context.Background(), job)
-			if err != nil {
-				t.Fatalf("keyed %v, seed %d: %v", keyed, seed, err)
-			}
-			b, err := os.ReadFile(dl)
-			if err != nil && !os.IsNotExist(err) {
-				t.Fatal(err)
-			}
-			return sink.lines, rep, string(b)
+			return runWithLetters(t, fmt.Sprintf("keyed %v, seed %d", keyed, seed), job, sink, dl)
 		}
 		want, wantRep, wantLetters := run(0)
 		for _, seed := range seeds {
 			got, rep, letters := run(seed)
-			workers := 0
-			for _, s := range rep.Stages {
-				if s.Stage == "source" {
-					workers++
-				}
-			}
+			workers, _ := sourceStages(rep)
 			name := fmt.Sprintf("keyed %v, seed %d", keyed, seed)
 			// Started with 7 − 2 = 5 workers; a change to fewer channels
 			// adds some.
