@@ -46,7 +46,8 @@ type reconf struct {
 	expect []int
 	// outs are the merger's inputs after the change.
 	outs []*ring.SPSC[*core.Batch]
-	// synced is when the markers went out (Unix ns): a channel added by
+	// synced is when the markers went out (Unix ns; with source workers,
+	// when channel 0 reached the change): a channel added by
 	// the change has nothing to do before, so its pause counts from here.
 	synced atomic.Int64
 	// spin says the machine runs every stage on its own core (GOMAXPROCS
@@ -89,6 +90,9 @@ func (rc *reconf) plan(old, next *kvstate.Table) {
 // publishWatermark is channel 0's, at the marker (source workers).
 func (rc *reconf) publishWatermark(prevMax, lastWM int64) {
 	rc.prevMax, rc.lastWM = prevMax, lastWM
+	// Channel 0 at the change: the point the markers "go out" with source
+	// workers, from which a channel added counts its pause.
+	rc.synced.CompareAndSwap(0, time.Now().UnixNano())
 	close(rc.watermark)
 }
 
