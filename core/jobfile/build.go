@@ -271,20 +271,6 @@ func baseName(p string) string {
 	return p
 }
 
-func (f *File) fields(path string, ms yaml.MapSlice) ([]core.Field, error) {
-	var fs []core.Field
-	for _, it := range ms {
-		name := fmt.Sprint(it.Key)
-		ts, _ := it.Value.(string)
-		t, err := core.ParseType(ts)
-		if err != nil {
-			return nil, f.errAt(path+"."+name, "%v", err)
-		}
-		fs = append(fs, core.Field{Name: name, Type: t})
-	}
-	return fs, nil
-}
-
 func (f *File) duration(path, s string, def time.Duration) (time.Duration, error) {
 	if s == "" {
 		return def, nil

@@ -1,0 +1,37 @@
+package jobfile
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamd/core"
+)
+
+// A column's long form {type: …} reads like the short form; a long-form
+// key the source does not take, an unknown key, a missing type and a
+// value of the wrong type are refused at their line and column.
+func TestColumnLongForm(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in.csv"), "k,v\na,1\nb,2\n")
+	head := "source:\n  csv:\n    path: in.csv\n    columns:\n      k: string\n"
+	tail := "sink:\n  csv: {path: out.csv}\n"
+	job := buildJobFile(t, dir, head+"      v: {type: int64}\n"+tail, Options{})
+	if got := job.Source.Schema().Fields; len(got) != 2 || got[1] != (core.Field{Name: "v", Type: core.Int64}) {
+		t.Fatalf("schema %v", got)
+	}
+	for _, c := range []struct{ entry, want string }{
+		{"      v: {type: int64, colour: red}\n", `job.yaml:6:32: source.csv.columns.v.colour: unknown key "colour" (expected type)`},
+		{"      v: {type: int64, nullable: true}\n", "job.yaml:6:34: source.csv.columns.v.nullable: nullable does not apply here"},
+		{"      v: {format: x}\n", "job.yaml:6:19: source.csv.columns.v.format: format does not apply here"},
+		{"      v: {}\n", `job.yaml:6:7: source.csv.columns.v: column "v"`},
+		{"      v: {type: [int64]}\n", "job.yaml:6:11: source.csv.columns.v.type: type must be a type name"},
+		{"      v: {type: int65}\n", `job.yaml:6:7: source.csv.columns.v: unknown type "int65"`},
+		{"      v: [int64]\n", `job.yaml:6:7: source.csv.columns.v: column "v": expected a type name or a mapping`},
+	} {
+		err := buildText(t, dir, head+c.entry+tail, Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.entry, err, c.want)
+		}
+	}
+}
