@@ -114,7 +114,8 @@ func hasCheckpoint(dir string) bool {
 }
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
-// replayed): the flights job and a generator job over 1 M keys, each killed
+// replayed): the flights job and a generator job over 1 M keys (writing
+// CSV, and Parquet in fewer schedules), each killed
 // several times, restored at random channel counts, source parallelisms
 // and numbers of output workers; the final output equals
 // an uncrashed run's byte for byte. The fast tier runs 3 schedules per job
@@ -153,7 +154,12 @@ sink:
 	for _, c := range []struct {
 		name, text, out string
 		schedules       int
-	}{{"flights", flights, "out/flights-hourly.csv", schedules}, {"gen1m", gen, "out/out.csv", schedules}} {
+	}{
+		{"flights", flights, "out/flights-hourly.csv", schedules},
+		{"gen1m", gen, "out/out.csv", schedules},
+		// The Parquet sink: parts per epoch, copied into one file at the end.
+		{"gen1m-parquet", strings.Replace(gen, "csv: {path: out/out.csv}", "parquet: {path: out/out.parquet, row_group_size: 5000}", 1), "out/out.parquet", tier.Pick(2, 5)},
+	} {
 		dir := t.TempDir()
 		job := filepath.Join(dir, "job.yaml")
 		os.WriteFile(job, []byte(strings.Replace(fmt.Sprintf(c.text, 2), "  ELASTIC\n", "", 1)), 0o644)

@@ -95,31 +95,12 @@ func (s *textSink) OpenEpochs(schema *core.Schema, restored uint64) error {
 	}
 	ep := &epochState{dir: s.path + ".parts", epoch: restored + 1}
 	if restored > 0 {
-		if s.verified != nil && s.verifiedFor == restored {
-			ep.manifest = s.verified
-		} else if ep.manifest, err = s.describeParts(ep.dir, restored); err != nil {
+		if ep.manifest, err = s.checked.restoredManifest(ep.dir, restored); err != nil {
 			return s.fail(fmt.Errorf("restore from checkpoint %d: output parts: %w", restored, err))
 		}
-	}
-	if restored == 0 {
-		if err := os.RemoveAll(ep.dir); err != nil {
-			return s.fail(err)
-		}
-	} else {
 		s.buf = s.buf[:0] // the header is in epoch 1's part
-		entries, err := os.ReadDir(ep.dir)
-		if err != nil {
-			return s.fail(fmt.Errorf("restore from checkpoint %d: output parts: %w", restored, err))
-		}
-		for _, e := range entries {
-			if n, ok := parseEpoch(e.Name()); !ok || n > restored {
-				if err := os.RemoveAll(filepath.Join(ep.dir, e.Name())); err != nil {
-					return s.fail(err)
-				}
-			}
-		}
 	}
-	if err := os.MkdirAll(ep.dir, 0o755); err != nil {
+	if err := keepParts(ep.dir, restored); err != nil {
 		return s.fail(err)
 	}
 	s.epochs = ep
@@ -202,14 +183,31 @@ func (s *textSink) Manifest() []byte {
 // restored in <path>.parts must be exactly those manifest lists, each
 // with its size and CRC-32C. It reads them and changes nothing.
 func (s *textSink) VerifyOutput(manifest []byte, restored uint64) error {
-	if s.path == "" || (s.verifiedSrc != nil && s.verifiedFor == restored && bytes.Equal(manifest, s.verifiedSrc)) {
-		return nil // checked already (choosing the checkpoint, then starting)
+	if s.path == "" {
+		return nil
+	}
+	return s.checked.verify(s.path+".parts", manifest, restored)
+}
+
+// verifiedParts remembers the last manifest VerifyOutput found intact, so
+// that a restore checks its parts once (choosing the checkpoint, then
+// starting), and OpenEpochs starts from the manifest of the parts kept.
+type verifiedParts struct {
+	kept, src []byte // the manifest of the parts kept, and the one checked
+	restored  uint64
+}
+
+// verify checks that the parts of epochs ≤ restored in dir are exactly
+// those manifest lists, each with its size and CRC-32C; errors wrap
+// core.ErrOutputDamaged and name the part.
+func (v *verifiedParts) verify(dir string, manifest []byte, restored uint64) error {
+	if v.src != nil && v.restored == restored && bytes.Equal(manifest, v.src) {
+		return nil
 	}
 	want, err := parseManifest(manifest)
 	if err != nil {
 		return fmt.Errorf("%w: %v", core.ErrOutputDamaged, err)
 	}
-	dir := s.path + ".parts"
 	listed := map[uint64]bool{}
 	for _, p := range want {
 		if p.epoch > restored {
@@ -238,8 +236,58 @@ func (s *textSink) VerifyOutput(manifest []byte, restored uint64) error {
 			return fmt.Errorf("%w: %s was not committed by checkpoint %d", core.ErrOutputDamaged, filepath.Join(dir, e.Name()), restored)
 		}
 	}
-	s.verified, s.verifiedSrc, s.verifiedFor = keptManifest(want, restored), manifest, restored
+	v.kept, v.src, v.restored = keptManifest(want, restored), manifest, restored
 	return nil
+}
+
+// restoredManifest returns the manifest of the parts of epochs ≤ restored
+// in dir: the one verify found, or else read from the files (a restore
+// from a checkpoint that recorded none).
+func (v *verifiedParts) restoredManifest(dir string, restored uint64) ([]byte, error) {
+	if v.kept != nil && v.restored == restored {
+		return v.kept, nil
+	}
+	return describeParts(dir, restored)
+}
+
+// keepParts prepares dir for writing epoch restored+1: a fresh start
+// (restored 0) removes it; a restore removes the parts of epochs after
+// restored (and anything else there). It creates dir.
+func keepParts(dir string, restored uint64) error {
+	if restored == 0 {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	} else {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("restore from checkpoint %d: output parts: %w", restored, err)
+		}
+		for _, e := range entries {
+			if n, ok := parseEpoch(e.Name()); !ok || n > restored {
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+// partEpochs lists the epochs of the parts in dir, in order.
+func partEpochs(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var epochs []uint64
+	for _, e := range entries {
+		if n, ok := parseEpoch(e.Name()); ok {
+			epochs = append(epochs, n)
+		}
+	}
+	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
+	return epochs, nil
 }
 
 // keptManifest is the manifest of the parts a restore keeps.
@@ -255,7 +303,7 @@ func keptManifest(parts []partInfo, restored uint64) []byte {
 
 // describeParts reads the parts of epochs ≤ restored and returns their
 // manifest (a restore from a checkpoint that recorded none).
-func (s *textSink) describeParts(dir string, restored uint64) ([]byte, error) {
+func describeParts(dir string, restored uint64) ([]byte, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -295,17 +343,10 @@ func (s *textSink) finishEpochs() error {
 	if err := s.closePart(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(s.epochs.dir)
+	epochs, err := partEpochs(s.epochs.dir)
 	if err != nil {
 		return err
 	}
-	var epochs []uint64
-	for _, e := range entries {
-		if n, ok := parseEpoch(e.Name()); ok {
-			epochs = append(epochs, n)
-		}
-	}
-	sort.Slice(epochs, func(i, j int) bool { return epochs[i] < epochs[j] })
 	f, err := createAtomic(s.path)
 	if err != nil {
 		return err

@@ -69,10 +69,8 @@ type textSink struct {
 	positional bool
 	err        error       // the first write error; every later call returns it
 	epochs     *epochState // exactly-once mode (epochs.go), nil otherwise
-	// verified is the manifest of the parts VerifyOutput found intact for a
-	// restore from checkpoint verifiedFor (OpenEpochs starts from it).
-	verified, verifiedSrc []byte
-	verifiedFor           uint64
+	// checked is what VerifyOutput found (OpenEpochs starts from it).
+	checked verifiedParts
 }
 
 var errNotOpen = errors.New("sink is not open")
