@@ -407,6 +407,10 @@ func BenchmarkCSVSink(b *testing.B) {
 	b.Run("file", func(b *testing.B) {
 		run(b, CSV(filepath.Join(b.TempDir(), "out.csv"), CSVOptions{Header: true}))
 	})
+	// The same records as Parquet (snappy), for the ratio to CSV.
+	b.Run("parquet", func(b *testing.B) {
+		run(b, Parquet(filepath.Join(b.TempDir(), "out.parquet"), ParquetOptions{}))
+	})
 }
 
 // A file sink never renames its output over a device, FIFO or symlink.
