@@ -12,6 +12,11 @@ import (
 // cli runs the command line as main does and returns its exit code and
 // what it wrote to stdout and stderr. It swaps os.Stdout and os.Stderr, so
 // its callers must not run in parallel.
+
+// strongPromise is the line streamd validate prints after "ok" for a job
+// that keeps the strong determinism promise.
+const strongPromise = "determinism: strong — output and dead letters are byte-identical for any source parallelism, channel count, output workers, live channel change and restore\n"
+
 func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -82,7 +87,7 @@ func TestExitCodes(t *testing.T) {
 		code           int
 		stdout, stderr string
 	}{
-		{"validate ok", []string{"validate", quickstart}, 0, quickstart + ": ok\n", ""},
+		{"validate ok", []string{"validate", quickstart}, 0, quickstart + ": ok\n" + strongPromise, ""},
 		{"validate bad key", []string{"validate", badConfig}, 2, "",
 			"streamd: " + badConfig + `:4:3: unknown field "chanels" (expected one of channels, key_by, key_groups, ordered, ops, elastic)` + "\n"},
 		{"validate missing file", []string{"validate", missing}, 2, "",

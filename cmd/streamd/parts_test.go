@@ -28,7 +28,7 @@ post:
 sink:
   jsonl: {path: out/parts, parts: 3}
 `)
-	if code, out, stderr := cli(t, "validate", job); code != 0 || out != job+": ok\n" || stderr != "" {
+	if code, out, stderr := cli(t, "validate", job); code != 0 || out != job+": ok\n"+strongPromise || stderr != "" {
 		t.Fatalf("validate: exit %d, %q, %q", code, out, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {

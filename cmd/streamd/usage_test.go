@@ -113,7 +113,7 @@ func TestUsageErrors(t *testing.T) {
 // not refused (the job may be about to be resumed).
 func TestValidateLeavesCheckpointsAlone(t *testing.T) {
 	job, ck := checkpointJob(t)
-	if code, out, stderr := cli(t, "validate", job); code != 0 || out != job+": ok\n" || stderr != "" {
+	if code, out, stderr := cli(t, "validate", job); code != 0 || out != job+": ok\n"+strongPromise || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if _, err := os.Stat(ck); err == nil {
@@ -121,7 +121,7 @@ func TestValidateLeavesCheckpointsAlone(t *testing.T) {
 	}
 	job, ck = checkpointJob(t, 3)
 	code, out, stderr := cli(t, "validate", job)
-	if code != 0 || out != job+": ok\n" || !strings.Contains(stderr, "note: "+ck+" holds 1 checkpoint(s) of an unfinished run") {
+	if code != 0 || out != job+": ok\n"+strongPromise || !strings.Contains(stderr, "note: "+ck+" holds 1 checkpoint(s) of an unfinished run") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if n, _ := snapshot.View(ck, nil).Count(); n != 1 {

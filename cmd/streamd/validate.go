@@ -26,7 +26,7 @@ func newValidateCmd() *cobra.Command {
 				return usageErr(err)
 			}
 			job.Source.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n%s\n", args[0], f.Promise())
 			return nil
 		},
 	}

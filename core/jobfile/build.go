@@ -89,6 +89,9 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 			job.Source.Close()
 		}
 	}()
+	if err := f.checkDeterminism(); err != nil { // after buildSource: `stdin:` is chosen there
+		return nil, err
+	}
 	schema := job.Source.Schema()
 	if et := s.EventTime; et != nil {
 		if job.EventTime, err = f.buildEventTime(et, schema); err != nil {

@@ -31,7 +31,10 @@ type LookupHTTPSpec struct {
 // lookup_http: {url, key, fields, …} adds fields from an HTTP JSON
 // endpoint, behind a cache (ops.LookupHTTP).
 func init() {
-	registerOp(opEntry[*LookupHTTPSpec]{name: "lookup_http", rank: 50, build: buildLookupHTTP})
+	registerOp(opEntry[*LookupHTTPSpec]{name: "lookup_http", rank: 50, build: buildLookupHTTP,
+		weak: func(*LookupHTTPSpec) (string, string) {
+			return "", "lookup_http asks an outside service: the output holds what it answered (and, with a cache ttl, when), which no replay of the input fixes"
+		}})
 }
 
 func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {

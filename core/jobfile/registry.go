@@ -49,6 +49,11 @@ type kind struct {
 	// spec is the Go type the key's value decodes into: a pointer, a slice
 	// or a map, nil when the key is absent.
 	spec reflect.Type
+	// weak, if set, says whether a use of the kind (its decoded value)
+	// puts the job outside the strong determinism promise: why, and the
+	// key under the kind's that does ("" for the kind itself); why is ""
+	// when the use keeps the promise (determinism.go).
+	weak func(spec any) (sub, why string)
 }
 
 func (k *kind) base() *kind { return k }
@@ -91,6 +96,8 @@ type opEntry[S any] struct {
 	// is the operator constructor's: it is reported at the kind's key,
 	// without the "kind name: " or "name: " it starts with.
 	build func(b *opBuild, spec S) (core.OperatorDef, error)
+	// weak, if set: see kind.weak.
+	weak func(spec S) (sub, why string)
 }
 
 // sourceEntry registers a source kind (registerSource) whose value decodes
@@ -113,6 +120,8 @@ type sourceEntry[T any] struct {
 	// resume from with these settings (a generator whose count is below
 	// it).
 	fits func(spec *T, position int64) error
+	// weak, if set: see kind.weak.
+	weak func(spec *T) (sub, why string)
 }
 
 // sinkEntry registers a sink kind (registerSink) whose value decodes into
@@ -142,11 +151,15 @@ func registerOp[S any](e opEntry[S]) {
 	default:
 		panic(fmt.Sprintf("jobfile: operator %q: spec type %s is not a pointer, slice or map", e.name, t))
 	}
-	opKinds.add(&opKind{
+	k := &opKind{
 		kind:  kind{name: e.name, rank: e.rank, spec: t},
 		keyed: e.keyed,
 		build: func(b *opBuild, spec any) (core.OperatorDef, error) { return e.build(b, spec.(S)) },
-	})
+	}
+	if e.weak != nil {
+		k.weak = func(spec any) (string, string) { return e.weak(spec.(S)) }
+	}
+	opKinds.add(k)
 }
 
 func registerSource[T any](e sourceEntry[T]) {
@@ -161,6 +174,9 @@ func registerSource[T any](e sourceEntry[T]) {
 	}
 	if e.fits != nil {
 		k.fits = func(spec any, position int64) error { return e.fits(spec.(*T), position) }
+	}
+	if e.weak != nil {
+		k.weak = func(spec any) (string, string) { return e.weak(spec.(*T)) }
 	}
 	sourceKinds.add(k)
 }

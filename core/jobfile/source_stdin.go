@@ -21,7 +21,10 @@ type StdinSpec struct {
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
 func init() {
-	registerSource(sourceEntry[StdinSpec]{name: "stdin", rank: 40, build: buildStdin})
+	registerSource(sourceEntry[StdinSpec]{name: "stdin", rank: 40, build: buildStdin,
+		weak: func(*StdinSpec) (string, string) {
+			return "", "standard input is a live input: its batches end where reads end, so where watermarks advance, and which out-of-order records are late, can differ between runs"
+		}})
 }
 
 func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {

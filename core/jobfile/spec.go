@@ -15,6 +15,9 @@ type Spec struct {
 	Sink           SinkSpec        `yaml:"sink"`
 	Runtime        RuntimeSpec     `yaml:"runtime"`
 	Checkpoint     *CheckpointSpec `yaml:"checkpoint"`
+	// Determinism is determinism: strong (refuse features outside the
+	// strong promise) or any (the default); see determinism.go.
+	Determinism string `yaml:"determinism"`
 }
 
 // CheckpointSpec configures asynchronous barrier snapshots.
