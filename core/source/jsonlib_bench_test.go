@@ -1,0 +1,145 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/valyala/fastjson"
+
+	"streamd/core"
+)
+
+// BenchmarkJSONParser is the paired benchmark that decides whether a kept
+// JSON library replaces streamd's own parser (issue 15): the same 200,000
+// flights-like JSON lines (genJSONL), the same five fields (genFields),
+// each line read from the same bufio.Reader and parsed into a row with
+// the same typing and string interning; one op is one line. Run the
+// variants alternately (-count with the sub-benchmarks interleaved) and
+// compare ns/op and allocs/op: docs/PERFORMANCE.md, "JSON: library or
+// ours".
+func BenchmarkJSONParser(b *testing.B) {
+	text := []byte(genJSONL(200_000))
+	row := make([]core.Value, len(genFields))
+	b.Run("streamd", func(b *testing.B) {
+		r, err := newJSONLReader("bench", bytes.NewReader(nil), genFields, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchLines(b, text, func(br *bufio.Reader) {
+			r.reset(br, 0, nil)
+			for {
+				if _, err := r.read(row); err == io.EOF {
+					return
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("fastjson", func(b *testing.B) {
+		var p fastjson.Parser
+		str := []*interner{nil, nil, nil, newInterner(), newInterner()}
+		benchLines(b, text, func(br *bufio.Reader) {
+			for {
+				line, err := br.ReadSlice('\n')
+				if err == io.EOF {
+					return
+				}
+				v, err := p.ParseBytes(line)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, f := range genFields {
+					x := v.Get(f.Name)
+					if x == nil {
+						b.Fatal("missing")
+					}
+					switch f.Type {
+					case core.String:
+						s, err := x.StringBytes()
+						if err != nil {
+							b.Fatal(err)
+						}
+						row[i] = core.StringValue(str[i].bytes(s))
+					case core.Timestamp:
+						s, err := x.StringBytes()
+						if err != nil {
+							b.Fatal(err)
+						}
+						ns, err := core.ParseTime(unsafe.String(unsafe.SliceData(s), len(s)))
+						if err != nil {
+							b.Fatal(err)
+						}
+						row[i] = core.TimeValue(ns)
+					case core.Int64:
+						n, err := x.Int64()
+						if err != nil {
+							b.Fatal(err)
+						}
+						row[i] = core.IntValue(n)
+					}
+				}
+			}
+		})
+	})
+	b.Run("gjson", func(b *testing.B) {
+		str := []*interner{nil, nil, nil, newInterner(), newInterner()}
+		paths := make([]string, len(genFields))
+		for i, f := range genFields {
+			paths[i] = f.Name
+		}
+		benchLines(b, text, func(br *bufio.Reader) {
+			for {
+				line, err := br.ReadSlice('\n')
+				if err == io.EOF {
+					return
+				}
+				if !gjson.ValidBytes(line) {
+					b.Fatal("invalid")
+				}
+				for i, f := range genFields {
+					x := gjson.GetBytes(line, paths[i])
+					if !x.Exists() {
+						b.Fatal("missing")
+					}
+					switch f.Type {
+					case core.String:
+						row[i] = core.StringValue(str[i].bytes(unsafe.Slice(unsafe.StringData(x.Str), len(x.Str))))
+					case core.Timestamp:
+						ns, err := core.ParseTime(x.Str)
+						if err != nil {
+							b.Fatal(err)
+						}
+						row[i] = core.TimeValue(ns)
+					case core.Int64:
+						row[i] = core.IntValue(x.Int())
+					}
+				}
+			}
+		})
+	})
+}
+
+// benchLines times parse over text, one op a line, after a warm-up pass.
+func benchLines(b *testing.B, text []byte, parse func(*bufio.Reader)) {
+	br := bufio.NewReaderSize(nil, readBufferSize)
+	lines := bytes.Count(text, []byte{'\n'})
+	pass := func() {
+		br.Reset(bytes.NewReader(text))
+		parse(br)
+	}
+	pass()
+	b.SetBytes(int64(len(text) / lines))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += lines {
+		pass()
+	}
+	b.StopTimer()
+	_ = fmt.Sprint()
+}
