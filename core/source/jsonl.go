@@ -511,7 +511,10 @@ func (j *jsonlReader) readUnit() ([]byte, error) {
 				j.lineNo = j.curLine
 			case evEnd:
 				j.in.Discard(i)
-				return trimComma(j.long), nil
+				if j.us.array {
+					return trimComma(j.long), nil
+				}
+				return j.long, nil
 			case evEmpty: // the ',' is consumed, the ']' closes the array next
 				j.lineNo = j.curLine
 				j.long = append(j.long, w[i])
