@@ -89,11 +89,15 @@ func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.Map
 			}
 		}
 		o.Fields = append(o.Fields, source.JSONField{Field: c.Field, Path: c.Path})
-	}
-	// The paths together: two fields at one path, a field inside another's
-	// value, a path into the exploded array.
-	if _, err := source.JSON(input, o, emptyReader{}, nil); err != nil {
-		return o, b.errAt(".fields", "%v", err)
+		// The paths so far together: two fields at one path, a field
+		// inside another's value, a path into the exploded array.
+		if _, err := source.JSON(input, o, emptyReader{}, nil); err != nil {
+			at := c.At
+			if c.Path != "" {
+				at += ".path"
+			}
+			return o, b.f.errAt(at, "%v", err)
+		}
 	}
 	return o, nil
 }

@@ -11,7 +11,7 @@ import (
 
 // StdinSpec reads standard input.
 type StdinSpec struct {
-	Format    string        `yaml:"format"` // csv | jsonl | json
+	Format    string        `yaml:"format"`  // csv | jsonl | json
 	Explode   string        `yaml:"explode"` // jsonl, json: a path to an array of records
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
