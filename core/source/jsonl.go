@@ -590,7 +590,7 @@ func (j *jsonlReader) next() (bad error, err error) {
 	j.buf, j.pos = u, 0
 	j.nlPos, j.lineAt = 0, j.lineNo
 	switch {
-	case j.stray && j.us.phase == scanBefore:
+	case j.stray && j.us.stray == scanBefore:
 		return fmt.Errorf("expected a JSON array '[' (format: array), found %s", found(u)), nil
 	case j.stray:
 		return fmt.Errorf("unexpected data after the array's closing ']': %s", found(u)), nil

@@ -68,6 +68,7 @@ type unitScan struct {
 	depth      int
 	bare       bool // values: the unit is not a bracket or string unit
 	strUnit    bool // values: the unit is a string
+	stray      int  // under scanStray: the phase the stray bytes came in
 }
 
 const (
@@ -75,6 +76,7 @@ const (
 	scanBetween        // between units
 	scanIn             // in a unit
 	scanAfter          // array: after the ']'
+	scanStray          // array: after bytes where no value may be; to the end
 )
 
 // unit events step reports.
@@ -107,7 +109,11 @@ func (s *unitScan) step(w []byte, i int) (int, int) {
 				i++
 				continue
 			}
+			s.stray = s.phase // the rest of the input is one malformed unit
+			s.phase = scanStray
 			return evStray, i
+		case scanStray:
+			return evNone, len(w)
 		case scanBetween:
 			if isBlank(c) {
 				i++
