@@ -44,6 +44,42 @@ func BenchmarkJSONParser(b *testing.B) {
 			}
 		})
 	})
+	// Paths and explode: the same records as GeoJSON-like features, five
+	// to a line under "features", fields by path; one op is one record.
+	b.Run("streamd-paths-explode", func(b *testing.B) {
+		var sb strings.Builder
+		for i := range 40_000 {
+			sb.WriteString(`{"type":"FeatureCollection","features":[`)
+			for k := range 5 {
+				if k > 0 {
+					sb.WriteByte(',')
+				}
+				fmt.Fprintf(&sb, `{"properties":{"mag":%d.5,"place":"P%d"},"geometry":{"coordinates":[%d,%d,10]}}`, i%9, i%50, i%180, k)
+			}
+			sb.WriteString("]}\n")
+		}
+		opts := JSONOptions{Format: JSONLines, Explode: "features", Fields: []JSONField{
+			{Field: core.Field{Name: "mag", Type: core.Float64}, Path: "properties.mag"},
+			{Field: core.Field{Name: "place", Type: core.String}, Path: "properties.place"},
+			{Field: core.Field{Name: "lat", Type: core.Int64}, Path: "geometry.coordinates[1]"},
+		}}
+		r, err := newJSONReader("json", "bench", bytes.NewReader(nil), opts, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		row := make([]core.Value, 3)
+		text := []byte(sb.String())
+		benchRecords(b, text, 200_000, func(br *bufio.Reader) {
+			r.reset(br, 0, nil)
+			for {
+				if _, err := r.read(row); err == io.EOF {
+					return
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
 	b.Run("fastjson", func(b *testing.B) {
 		var p fastjson.Parser
 		str := []*interner{nil, nil, nil, newInterner(), newInterner()}
@@ -130,8 +166,13 @@ func BenchmarkJSONParser(b *testing.B) {
 
 // benchLines times parse over text, one op a line, after a warm-up pass.
 func benchLines(b *testing.B, text []byte, parse func(*bufio.Reader)) {
+	benchRecords(b, text, bytes.Count(text, []byte{'\n'}), parse)
+}
+
+// benchRecords times parse over text, which holds lines records, one op
+// a record, after a warm-up pass.
+func benchRecords(b *testing.B, text []byte, lines int, parse func(*bufio.Reader)) {
 	br := bufio.NewReaderSize(nil, readBufferSize)
-	lines := bytes.Count(text, []byte{'\n'})
 	pass := func() {
 		br.Reset(bytes.NewReader(text))
 		parse(br)
@@ -144,7 +185,6 @@ func benchLines(b *testing.B, text []byte, parse func(*bufio.Reader)) {
 		pass()
 	}
 	b.StopTimer()
-	_ = fmt.Sprint()
 }
 
 // BenchmarkJSONArrayIndex measures the structural boundary pass of an
