@@ -75,7 +75,7 @@ const jsonFieldsYAML = "{ts: int64, k: {type: string, path: m.k}, v: int64}"
 // long one 110,000 and all).
 func TestJSONSourceWorkersSameOutput(t *testing.T) {
 	n := tier.Pick(64_000, 110_000) // ≥ 3.2 MB: 3 blocks or more
-	bad := int64(0)                  // the malformed records jsonInputs writes
+	bad := int64(0)                 // the malformed records jsonInputs writes
 	for i := range n {
 		if r := i % 4999; r >= 100 && r <= 400 && r%100 == 0 {
 			bad++
