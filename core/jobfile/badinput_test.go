@@ -105,10 +105,10 @@ var badInputs = []badInput{{
 		"not json\n" +
 		`{"ts":"2024-01-01T00:10:00Z","origin":"LAX","delay":6,}` + "\n" +
 		`{"ts":"2024-01-01T00:20:00Z","origin":"JFK","delay":7}` + "\n",
-	fail: `$DIR/in:2: invalid JSON at column 1: expected '{'`,
+	fail: `$DIR/in:2: invalid JSON at column 1: expected an object ('{'), found 'n'`,
 	out:  "ts,origin,delay\n2024-01-01T00:00:00Z,SFO,5\n2024-01-01T00:20:00Z,JFK,7\n",
 	dead: []deadLetter{
-		{"$DIR/in", 2, `invalid JSON at column 1: expected '{'`, "not json"},
+		{"$DIR/in", 2, `invalid JSON at column 1: expected an object ('{'), found 'n'`, "not json"},
 		{"$DIR/in", 3, `invalid JSON at column 55: expected a member name`, `{"ts":"2024-01-01T00:10:00Z","origin":"LAX","delay":6,}`},
 	},
 }, {

@@ -1,6 +1,8 @@
 package jobfile
 
 import (
+	"io"
+
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
@@ -9,30 +11,98 @@ import (
 
 // JSONLSpec reads JSON lines.
 type JSONLSpec struct {
-	Path   string        `yaml:"path"`
-	Fields yaml.MapSlice `yaml:"fields"` // name: type
+	Path    string        `yaml:"path"`
+	Explode string        `yaml:"explode"` // a path to an array of records in each line
+	Fields  yaml.MapSlice `yaml:"fields"`  // name: type, or name: {type, path}
 }
 
-// jsonl: {path, fields} reads a JSON lines file (source.JSONL).
+// JSONSpec reads JSON: lines, a top-level array or a stream of values.
+type JSONSpec struct {
+	Path    string        `yaml:"path"`
+	Format  string        `yaml:"format"` // auto (default) | lines | array | values
+	Explode string        `yaml:"explode"`
+	Fields  yaml.MapSlice `yaml:"fields"`
+}
+
+// jsonl: {path, explode, fields} reads a JSON lines file (source.JSONL);
+// json: {path, format, explode, fields} reads any of the JSON formats
+// (source.JSON).
 func init() {
 	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource})
+	registerSource(sourceEntry[JSONSpec]{name: "json", rank: 31, replayable: true, build: buildJSONSource})
 }
 
 func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
+	return buildJSON(b, &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields})
+}
+
+func buildJSONSource(b *sourceBuild, j *JSONSpec) (core.Source, error) {
+	return buildJSON(b, j)
+}
+
+func buildJSON(b *sourceBuild, j *JSONSpec) (core.Source, error) {
 	if j.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
-	fs, err := b.f.fields(b.path+".fields", j.Fields)
+	opts, err := b.jsonOptions(b.f.path(j.Path), j.Format, j.Explode, j.Fields)
 	if err != nil {
 		return nil, err
 	}
-	if len(fs) == 0 {
-		return nil, b.errAt("", "missing fields (name: type)")
-	}
 	b.f.claimFile(b.path+".path", b.f.path(j.Path), "the input file")
-	s, err := source.JSONL(b.f.path(j.Path), fs, nil, b.errs)
+	s, err := source.JSON(b.f.path(j.Path), opts, nil, b.errs)
 	if err != nil {
 		return nil, b.errAt(".path", "%v", err)
 	}
 	return s, nil
 }
+
+// jsonOptions checks a JSON source's format, explode and fields (with
+// their paths) and returns them as source.JSONOptions. Errors name the
+// key at fault.
+func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.MapSlice) (source.JSONOptions, error) {
+	var o source.JSONOptions
+	var err error
+	if o.Format, err = source.ParseJSONFormat(format); err != nil {
+		return o, b.errAt(".format", "%v", err)
+	}
+	if explode != "" {
+		if _, err := source.ParseJSONPath(explode); err != nil {
+			return o, b.errAt(".explode", "explode: %v", err)
+		}
+		o.Explode = explode
+	}
+	cs, err := b.f.columns(b.path+".fields", fields, "path")
+	if err != nil {
+		return o, err
+	}
+	if len(cs) == 0 {
+		return o, b.errAt("", "missing fields (name: type, or name: {type: …, path: …})")
+	}
+	for _, c := range cs {
+		if c.Path != "" {
+			p, err := source.ParseJSONPath(c.Path)
+			if err != nil {
+				return o, b.f.errAt(c.At+".path", "%v", err)
+			}
+			if p.Rooted && explode == "" && len(p.String()) == 1 {
+				return o, b.f.errAt(c.At+".path", "path $ is the whole record: a field needs a value inside it")
+			}
+		}
+		o.Fields = append(o.Fields, source.JSONField{Field: c.Field, Path: c.Path})
+		// The paths so far together: two fields at one path, a field
+		// inside another's value, a path into the exploded array.
+		if _, err := source.JSON(input, o, emptyReader{}, nil); err != nil {
+			at := c.At
+			if c.Path != "" {
+				at += ".path"
+			}
+			return o, b.f.errAt(at, "%v", err)
+		}
+	}
+	return o, nil
+}
+
+// emptyReader is an input with nothing in it, for checking options.
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, io.EOF }

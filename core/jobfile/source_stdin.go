@@ -11,13 +11,15 @@ import (
 
 // StdinSpec reads standard input.
 type StdinSpec struct {
-	Format    string        `yaml:"format"` // csv | jsonl
+	Format    string        `yaml:"format"`  // csv | jsonl | json
+	Explode   string        `yaml:"explode"` // jsonl, json: a path to an array of records
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Fields    yaml.MapSlice `yaml:"fields"` // name: type
 }
 
-// stdin: {format, header, delimiter, fields} reads CSV or JSON lines from
+// stdin: {format, header, delimiter, explode, fields} reads CSV, JSON
+// lines or JSON (an array or a stream of values) from
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
 func init() {
@@ -52,23 +54,24 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 			return nil, b.errAt("", "%v", err)
 		}
 		return s, nil
-	case "jsonl":
-		fs, err := b.f.fields(b.path+".fields", in.Fields)
+	case "jsonl", "json":
+		format := "lines"
+		if in.Format == "json" {
+			format = "auto" // an array or a stream of values, by the first byte
+		}
+		jo, err := b.jsonOptions("stdin", format, in.Explode, in.Fields)
 		if err != nil {
 			return nil, err
 		}
-		if len(fs) == 0 {
-			return nil, b.errAt("", "missing fields (name: type)")
-		}
-		so := source.StdinOptions{Columns: fs}
+		so := source.StdinOptions{JSON: &jo}
 		if b.validate {
 			so.Reader = strings.NewReader("") // validate reads nothing
 		}
-		s, err := source.Stdin("jsonl", so, b.errs)
+		s, err := source.Stdin(in.Format, so, b.errs)
 		if err != nil {
 			return nil, b.errAt("", "%v", err)
 		}
 		return s, nil
 	}
-	return nil, b.errAt(".format", "format %q: expected csv or jsonl", in.Format)
+	return nil, b.errAt(".format", "format %q: expected csv, jsonl or json", in.Format)
 }

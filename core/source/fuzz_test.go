@@ -51,3 +51,33 @@ func FuzzJSONLBlocks(f *testing.F) {
 		checkTextBlocks(t, jsonlOpeners(t, content, jsonlFields, []int64{int64(size%32) + 1}))
 	})
 }
+
+// FuzzJSONBlocks: an array file or a stream of values, with paths and
+// explode, read by blocks gives the sequential reader's records, lines,
+// dead letters and first error whatever the bytes.
+func FuzzJSONBlocks(f *testing.F) {
+	for _, s := range []string{
+		`[{"p":{"k":"a"},"c":[0,1]},{"p":{"k":"b"},"c":[0,2]}]`,
+		"[{\"p\":{\"k\":\"]\\\",\"},\"c\":[0,\n1]},,{\"p\":null}] x",
+		`{"p":{"k":"a"},"c":[0,1]}{"p":{"k":"b"}}17 "s" [`,
+		"\ufeff{\"rows\":[{\"p\":{\"k\":\"a\"},\"c\":[1,2]},3]}\n{\"rows\":null}",
+		`[{"rows":[{"p":{"k":"a"},"c":[1,2]}]},{"rows":{}}`,
+	} {
+		for mode := range uint8(4) {
+			f.Add(s, uint8(3), mode)
+		}
+	}
+	f.Fuzz(func(t *testing.T, content string, size, mode uint8) {
+		if len(content) > 2048 {
+			return
+		}
+		opts := JSONOptions{Format: JSONArray, Fields: pathFields}
+		if mode&1 != 0 {
+			opts.Format = JSONValues
+		}
+		if mode&2 != 0 {
+			opts.Explode = "rows"
+		}
+		checkTextBlocks(t, jsonOpeners(t, content, opts, []int64{int64(size%32) + 1}))
+	})
+}

@@ -62,8 +62,8 @@ func TestJSONL(t *testing.T) {
 func TestJSONLMalformed(t *testing.T) {
 	good := `{"s":"a","i":1,"f":1,"b":true,"t":0}`
 	for _, tc := range []struct{ line, want string }{
-		{`not json`, "invalid JSON at column 1: expected '{'"},
-		{`[1,2]`, "invalid JSON at column 1: expected '{'"},
+		{`not json`, "invalid JSON at column 1: expected an object ('{'), found 'n'"},
+		{`[1,2]`, "expected an object ('{'), found an array ('[') (to read the objects in an array, use json: with format: array, or explode:)"},
 		{`{"s":"a","i":1,"f":1,"b":true,"t":0} x`, "invalid JSON at column 38: unexpected data after the object"},
 		{`{"s":"a","i":1,"f":1,"b":true}`, `field "t" is missing`},
 		{`{"s":null,"i":1,"f":1,"b":true,"t":0}`, `field "s" is null`},

@@ -25,6 +25,10 @@ type StdinOptions struct {
 	// Columns types the fields: for csv as CSVOptions.Columns, for jsonl
 	// the object members to read (required).
 	Columns []core.Field
+	// JSON, when set, configures formats jsonl and json in place of
+	// Columns: fields with paths, explode (its Format is taken from the
+	// format argument: lines for jsonl, auto for json).
+	JSON *JSONOptions
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -32,8 +36,9 @@ type StdinOptions struct {
 // interrupt, is left to finish on its own.
 const closeWait = time.Second
 
-// Stdin returns a source of standard input in format "csv" or "jsonl",
-// parsed as by CSV and JSONL (the input is named "stdin" in errors). A
+// Stdin returns a source of standard input in format "csv", "jsonl" or
+// "json", parsed as by CSV, JSONL and JSON (json: a top-level array when
+// the input starts with '[', else a stream of values) (the input is named "stdin" in errors). A
 // reader goroutine parses records as they arrive, so that a slow or
 // stalled input never holds a record back: Next returns what has arrived
 // at most core.Linger ns after the first record of the batch did, a full
@@ -64,14 +69,22 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 			return nil, err
 		}
 		rr, schema = r, r.schema
-	case "jsonl":
-		r, err := newJSONLReader("stdin", rin, opts.Columns, errs)
+	case "jsonl", "json":
+		jo := jsonlOptions(opts.Columns)
+		if opts.JSON != nil {
+			jo = *opts.JSON
+		}
+		jo.Format = JSONLines
+		if format == "json" {
+			jo.Format = JSONAuto // an array or a stream of values, by the first byte
+		}
+		r, err := newJSONReader(format, "stdin", rin, jo, errs)
 		if err != nil {
 			return nil, err
 		}
 		rr, schema = r, r.schema
 	default:
-		return nil, fmt.Errorf("stdin source: unknown format %q (expected csv or jsonl)", format)
+		return nil, fmt.Errorf("stdin source: unknown format %q (expected csv, jsonl or json)", format)
 	}
 	s := &stdinSource{
 		schema: schema,

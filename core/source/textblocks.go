@@ -73,6 +73,9 @@ func (s *blockText) Blocks() int { return s.x.blocks() }
 // point makes c read the bytes [from, to) of the file, whose first line is
 // line.
 func (s *blockText) point(c *blockCursor, from, to, line int64, errs *core.ErrorPolicy) {
+	if sp, ok := c.rr.(interface{ span(from, to int64) }); ok {
+		sp.span(from, to)
+	}
 	c.br.Reset(io.NewSectionReader(s.f, from, to-from))
 	c.rr.reset(c.br, line-1, errs)
 }
