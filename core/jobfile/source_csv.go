@@ -16,9 +16,12 @@ type CSVSpec struct {
 	// Parallelism is the number of goroutines parsing the file: 0 (the
 	// default) is auto, 1 the sequential reader (source.CSVOptions).
 	Parallelism int `yaml:"parallelism"`
+	// Compression: auto (default: by extension, then magic bytes), none,
+	// gzip, zstd, bzip2 or xz (source.Compression).
+	Compression string `yaml:"compression"`
 }
 
-// csv: {path, header, delimiter, columns, parallelism} reads a CSV file
+// csv: {path, header, delimiter, columns, parallelism, compression} reads a CSV file
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
 	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
@@ -40,12 +43,24 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
+	if opts.Compression, err = b.compression(c.Compression); err != nil {
+		return nil, err
+	}
 	b.f.claimFile(b.path+".path", b.f.path(c.Path), "the input file")
 	s, err := source.CSV(b.f.path(c.Path), opts, b.errs)
 	if err != nil {
 		return nil, b.errAt(".path", "%v", err)
 	}
 	return s, nil
+}
+
+// compression parses a text source's compression: key.
+func (b *sourceBuild) compression(s string) (source.Compression, error) {
+	c, err := source.ParseCompression(s)
+	if err != nil {
+		return "", b.errAt(".compression", "%v", err)
+	}
+	return c, nil
 }
 
 // maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine

@@ -15,9 +15,12 @@ type StdinSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	// Compression: auto (default: by the first bytes), none, gzip, zstd,
+	// bzip2 or xz.
+	Compression string `yaml:"compression"`
 }
 
-// stdin: {format, header, delimiter, fields} reads CSV or JSON lines from
+// stdin: {format, header, delimiter, fields, compression} reads CSV or JSON lines from
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
 func init() {
@@ -25,13 +28,17 @@ func init() {
 }
 
 func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
+	comp, err := b.compression(in.Compression)
+	if err != nil {
+		return nil, err
+	}
 	switch in.Format {
 	case "csv":
 		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields)
 		if err != nil {
 			return nil, err
 		}
-		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}
+		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Compression: comp}
 		if b.validate {
 			// validate must not read standard input: with fields the
 			// columns are known; without, they are the header's (without
@@ -57,7 +64,7 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		if len(fs) == 0 {
 			return nil, b.errAt("", "missing fields (name: type)")
 		}
-		so := source.StdinOptions{Columns: fs}
+		so := source.StdinOptions{Columns: fs, Compression: comp}
 		if b.validate {
 			so.Reader = strings.NewReader("") // validate reads nothing
 		}

@@ -32,6 +32,13 @@ type CSVOptions struct {
 	// path, if any, only names the input in errors. The source does not
 	// close it.
 	Reader io.Reader
+	// Compression is how the input is compressed (the zero value is
+	// CompressionAuto: by the path's extension, then by its first bytes).
+	// A compressed file is decompressed once, when the source opens, into
+	// an unlinked temporary file that is then read as the plain file would
+	// be (blocks, parallel parsing); a compressed Reader is decompressed as
+	// it is read.
+	Compression Compression
 	// Parallelism is the number of goroutines that parse a CSV file (see
 	// CSV): 0 means auto, min(4, runtime.GOMAXPROCS(0)); 1 means the
 	// sequential reader. It applies to regular files larger than one
@@ -97,7 +104,7 @@ func csvSplitSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockS
 	if opts.Parallelism < 0 {
 		return nil, fmt.Errorf("csv source %s: parallelism %d: expected 0 (auto) or more", path, opts.Parallelism)
 	}
-	name, in, closer, err := openInput("csv", path, opts.Reader)
+	name, in, closer, err := openInput("csv", path, opts.Reader, opts.Compression)
 	if err != nil {
 		return nil, err
 	}

@@ -43,13 +43,23 @@ import (
 // once at open (one SIMD pass, see docs/PERFORMANCE.md), so each block
 // knows its first line. A reader given in place of the file (stdin) is
 // read with Next only (Blocks is then not offered).
+//
+// The input is decompressed as auto says (see Compression); JSONLOf takes
+// another compression.
 func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
-	return jsonlSource(path, fields, reader, errs, splitSize)
+	return jsonlSource(path, fields, reader, CompressionAuto, errs, splitSize)
+}
+
+// JSONLOf is JSONL of a file compressed as c says. A compressed file is
+// decompressed once, when the source opens, into an unlinked temporary
+// file that is then read as the plain file would be.
+func JSONLOf(path string, fields []core.Field, c Compression, errs *core.ErrorPolicy) (core.Source, error) {
+	return jsonlSource(path, fields, nil, c, errs, splitSize)
 }
 
 // jsonlSource is JSONL with the block size in bytes (tests make it small).
-func jsonlSource(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
-	name, in, closer, err := openInput("jsonl", path, reader)
+func jsonlSource(path string, fields []core.Field, reader io.Reader, c Compression, errs *core.ErrorPolicy, size int64) (core.Source, error) {
+	name, in, closer, err := openInput("jsonl", path, reader, c)
 	if err != nil {
 		return nil, err
 	}

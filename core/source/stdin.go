@@ -25,6 +25,11 @@ type StdinOptions struct {
 	// Columns types the fields: for csv as CSVOptions.Columns, for jsonl
 	// the object members to read (required).
 	Columns []core.Field
+	// Compression is how the input is compressed. The zero value is auto:
+	// by the input's first bytes (Sniff), decided on the first read, so
+	// that Stdin does not wait for input to start (a CSV header is read
+	// at once all the same).
+	Compression Compression
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -57,6 +62,9 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 		schema *core.Schema
 		rin    = bom.NewReader(in) // s.in stays in, for Close
 	)
+	if opts.Compression != CompressionNone {
+		rin = bom.NewReader(&lazyDecoder{name: "stdin", in: in, c: opts.Compression})
+	}
 	switch format {
 	case "csv":
 		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)

@@ -240,7 +240,7 @@ func jsonlOpeners(t *testing.T, content string, fields []core.Field, sizes []int
 	}
 	for _, size := range sizes {
 		c.blocks = append(c.blocks, func(errs *core.ErrorPolicy) (core.Source, error) {
-			return jsonlSource(path, fields, nil, errs, size)
+			return jsonlSource(path, fields, nil, "", errs, size)
 		})
 	}
 	return c
@@ -414,7 +414,7 @@ func TestJSONLBlocksProperty(t *testing.T) {
 			return JSONL(path, jsonlFields, strings.NewReader(content), errs)
 		}, core.DeadLetter)
 		got, _ := readByBlocks(t, func(errs *core.ErrorPolicy) (core.Source, error) {
-			return jsonlSource(path, jsonlFields, nil, errs, size)
+			return jsonlSource(path, jsonlFields, nil, "", errs, size)
 		}, core.DeadLetter, m)
 		if d := got.diff(want); d != "" {
 			rt.Fatalf("%q, blocks of %d, %d workers: %s", content, size, m, d)
@@ -479,7 +479,7 @@ func TestTextBlocksStop(t *testing.T) {
 		fmt.Fprintf(&b, "{\"k\":\"k%d\",\"v\":%d}\n", i%7, i)
 	}
 	path := writeFile(t, "in.jsonl", b.String())
-	s, err := jsonlSource(path, jsonlFields, nil, nil, 1<<20)
+	s, err := jsonlSource(path, jsonlFields, nil, "", nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
