@@ -19,6 +19,8 @@ type CSVSpec struct {
 	// Compression: auto (default: by extension, then magic bytes), none,
 	// gzip, zstd, bzip2 or xz (source.Compression).
 	Compression string `yaml:"compression"`
+
+	in *inputs // the files path names, once built
 }
 
 // csv: {path, header, delimiter, columns, parallelism, compression} reads a CSV file
@@ -27,7 +29,7 @@ func init() {
 	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
 		describe: func(c CSVSpec) any {
 			c.Parallelism = 0
-			return c
+			return describeFiles(c, c.in)
 		}})
 }
 
@@ -46,12 +48,10 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 	if opts.Compression, err = b.compression(c.Compression); err != nil {
 		return nil, err
 	}
-	b.f.claimFile(b.path+".path", b.f.path(c.Path), "the input file")
-	s, err := source.CSV(b.f.path(c.Path), opts, b.errs)
-	if err != nil {
-		return nil, b.errAt(".path", "%v", err)
+	if c.in, err = b.inputFiles(c.Path); err != nil {
+		return nil, err
 	}
-	return s, nil
+	return c.in.open(b, func(p string) (core.Source, error) { return source.CSV(p, opts, b.errs) })
 }
 
 // compression parses a text source's compression: key.

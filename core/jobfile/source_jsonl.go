@@ -13,11 +13,14 @@ type JSONLSpec struct {
 	Fields yaml.MapSlice `yaml:"fields"` // name: type
 	// Compression: as CSVSpec.Compression.
 	Compression string `yaml:"compression"`
+
+	in *inputs // the files path names, once built
 }
 
 // jsonl: {path, fields, compression} reads a JSON lines file (source.JSONL).
 func init() {
-	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource})
+	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource,
+		describe: func(j JSONLSpec) any { return describeFiles(j, j.in) }})
 }
 
 func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
@@ -35,10 +38,8 @@ func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.f.claimFile(b.path+".path", b.f.path(j.Path), "the input file")
-	s, err := source.JSONLOf(b.f.path(j.Path), fs, c, b.errs)
-	if err != nil {
-		return nil, b.errAt(".path", "%v", err)
+	if j.in, err = b.inputFiles(j.Path); err != nil {
+		return nil, err
 	}
-	return s, nil
+	return j.in.open(b, func(p string) (core.Source, error) { return source.JSONLOf(p, fs, c, b.errs) })
 }

@@ -174,6 +174,7 @@ type csvReader struct {
 	schema *core.Schema
 	errs   *core.ErrorPolicy
 	line0  int64 // lines of the input before r's first byte
+	base   int64 // added to every line reported: the file's ordinal (setPosBase)
 }
 
 func checkDelimiter(d rune) (rune, error) {
@@ -323,10 +324,10 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 		if !errors.As(err, &pe) {
 			return 0, fmt.Errorf("csv source %s: %w", c.input, err)
 		}
-		return 0, &badRecord{line: c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
+		return 0, &badRecord{line: c.base + c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
 	}
 	l, _ := c.r.FieldPos(0)
-	line := c.line0 + int64(l)
+	line := c.base + c.line0 + int64(l)
 	if len(rec) != c.want {
 		return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("%d fields, expected %d", len(rec), c.want)}
 	}

@@ -105,6 +105,7 @@ type jsonlReader struct {
 	seen   []bool
 
 	lineNo int64
+	base   int64 // added to every line reported: the file's ordinal (setPosBase)
 	long   []byte // a line longer than the read buffer
 	buf    []byte // the line being parsed
 	pos    int
@@ -142,7 +143,7 @@ func (j *jsonlReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolic
 // clone returns a reader of the same fields with interners and buffers of
 // its own, for a block reader; its input is set by reset.
 func (j *jsonlReader) clone() *jsonlReader {
-	d := &jsonlReader{input: j.input, schema: j.schema, errs: j.errs, index: j.index,
+	d := &jsonlReader{input: j.input, schema: j.schema, errs: j.errs, index: j.index, base: j.base,
 		str: make([]*interner, len(j.str)), seen: make([]bool, len(j.seen))}
 	for i, in := range j.str {
 		if in != nil {
@@ -196,12 +197,12 @@ func (j *jsonlReader) read(row []core.Value) (int64, error) {
 			continue // blank line
 		}
 		if err := j.object(row); err != nil {
-			if err := j.errs.Bad(j.input, j.lineNo, string(line), err); err != nil {
+			if err := j.errs.Bad(j.input, j.base+j.lineNo, string(line), err); err != nil {
 				return 0, err
 			}
 			continue
 		}
-		return j.lineNo, nil
+		return j.base + j.lineNo, nil
 	}
 }
 
