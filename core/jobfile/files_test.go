@@ -306,17 +306,34 @@ func TestManyFilesRestore(t *testing.T) {
 		os.MkdirAll(filepath.Join(dir, "in"), 0o755)
 		writeFile(t, filepath.Join(dir, name), text)
 	}
-	j := buildJobFile(t, dir, job, Options{})
-	j.RingSize = 4
-	j.Checkpoint.EveryBatches = 5
-	j.Source = &crashNext{Source: j.Source, n: 100}
-	j.SourceParallelism = -1
-	runtime.Run(context.Background(), j)
-	writeFile(t, filepath.Join(dir, "in", "d.csv"), "ts,k,v,note\n1,k,1,x\n")
+	writeFile(t, filepath.Join(dir, "job.yaml"), job)
 	f, err := Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	for attempt := 0; ; attempt++ { // until a checkpoint is complete before the crash
+		j, err := f.Build(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.RingSize = 4
+		j.Checkpoint.EveryBatches = 5
+		j.Source = &crashNext{Source: j.Source, n: 100}
+		j.SourceParallelism = -1
+		runtime.Run(context.Background(), j)
+		store, err := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.Latest(); err == nil {
+			break
+		}
+		if attempt == 20 {
+			t.Fatal("no checkpoint in 20 runs")
+		}
+		os.RemoveAll(filepath.Join(dir, "ck"))
+	}
+	writeFile(t, filepath.Join(dir, "in", "d.csv"), "ts,k,v,note\n1,k,1,x\n")
 	_, err = f.Build(Options{Restore: "latest"})
 	if !errors.Is(err, runtime.ErrCheckpointMismatch) || !strings.Contains(err.Error(), "in/d.csv") {
 		t.Fatalf("restore after a file was added: %v", err)
