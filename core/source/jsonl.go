@@ -105,7 +105,7 @@ type jsonlReader struct {
 	seen   []bool
 
 	lineNo int64
-	base   int64 // added to every line reported: the file's ordinal (setPosBase)
+	base   int64  // added to every line reported: the file's ordinal (setPosBase)
 	long   []byte // a line longer than the read buffer
 	buf    []byte // the line being parsed
 	pos    int
