@@ -37,17 +37,29 @@ func ParseErrorMode(s string) (ErrorMode, error) {
 	return Fail, fmt.Errorf("unknown on_error %q (expected fail, skip or dead_letter)", s)
 }
 
+// PosFileShift places a file's ordinal in a record's input position
+// (Batch.Pos): a source of several files (source.Concat) gives the records
+// of its file k (0, 1, …) the positions k<<PosFileShift | line, so that
+// positions order the records of all the files as they are read (the
+// merger writes dead letters in position order) while the line (or row)
+// in the file stays in the low bits: PosLine. A single input's positions
+// are its lines (file 0).
+const PosFileShift = 40
+
+// PosLine is the line or row, in its own file, of input position pos.
+func PosLine(pos int64) int64 { return pos & (1<<PosFileShift - 1) }
+
 // RecordError is the error a job fails with under the Fail policy: where the
 // bad record is and why it is bad.
 type RecordError struct {
 	Input  string // file name, or an operator's name
-	Pos    int64  // line or row, 1-based; 0 if unknown
+	Pos    int64  // input position: line or row, 1-based (PosLine); 0 if unknown
 	Reason error
 }
 
 func (e *RecordError) Error() string {
 	if e.Pos > 0 {
-		return fmt.Sprintf("%s:%d: %v", e.Input, e.Pos, e.Reason)
+		return fmt.Sprintf("%s:%d: %v", e.Input, PosLine(e.Pos), e.Reason)
 	}
 	return fmt.Sprintf("%s: %v", e.Input, e.Reason)
 }
@@ -210,7 +222,7 @@ func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 	if p.path == "" {
 		return errors.New("dead letter: no dead_letter_path set")
 	}
-	line, err := json.Marshal(deadLetter{Input: input, Pos: pos, Reason: reason, Record: raw})
+	line, err := json.Marshal(deadLetter{Input: input, Pos: PosLine(pos), Reason: reason, Record: raw})
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,10 @@ func fileKind(m fs.FileMode) string {
 // claimed is a file the job reads or appends to, at key in the job file.
 type claimed struct {
 	key, path, what string
+	// match, if set, says whether an absolute path is among the files a
+	// glob or directory input names, present or future (a sink written
+	// there would be read by the next run).
+	match func(abs string) bool
 }
 
 // claimFile records that the job being built reads or appends to path
@@ -187,6 +191,9 @@ func (f *File) checkNotClaimed(key, p string, dir bool, harm string) error {
 		}
 		if same {
 			return f.errAt(key, "%s is %s (%s, line %d): %s", p, c.what, c.key, f.line(c.key), harm)
+		}
+		if c.match != nil && c.match(ap) {
+			return f.errAt(key, "%s is among %s %s (%s, line %d): %s", p, c.what, c.path, c.key, f.line(c.key), harm)
 		}
 		if dir && strings.HasPrefix(ac, ap+string(filepath.Separator)) {
 			return f.errAt(key, "%s holds %s %s (%s, line %d): the sink replaces the directory whole", p, c.what, c.path, c.key, f.line(c.key))

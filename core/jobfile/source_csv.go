@@ -16,15 +16,20 @@ type CSVSpec struct {
 	// Parallelism is the number of goroutines parsing the file: 0 (the
 	// default) is auto, 1 the sequential reader (source.CSVOptions).
 	Parallelism int `yaml:"parallelism"`
+	// Compression: auto (default: by extension, then magic bytes), none,
+	// gzip, zstd, bzip2 or xz (source.Compression).
+	Compression string `yaml:"compression"`
+
+	in *inputs // the files path names, once built
 }
 
-// csv: {path, header, delimiter, columns, parallelism} reads a CSV file
+// csv: {path, header, delimiter, columns, parallelism, compression} reads a CSV file
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
 	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
 		describe: func(c CSVSpec) any {
 			c.Parallelism = 0
-			return c
+			return describeFiles(c, c.in)
 		}})
 }
 
@@ -40,12 +45,22 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
-	b.f.claimFile(b.path+".path", b.f.path(c.Path), "the input file")
-	s, err := source.CSV(b.f.path(c.Path), opts, b.errs)
-	if err != nil {
-		return nil, b.errAt(".path", "%v", err)
+	if opts.Compression, err = b.compression(c.Compression); err != nil {
+		return nil, err
 	}
-	return s, nil
+	if c.in, err = b.inputFiles(c.Path); err != nil {
+		return nil, err
+	}
+	return c.in.open(b, func(p string) (core.Source, error) { return source.CSV(p, opts, b.errs) })
+}
+
+// compression parses a text source's compression: key.
+func (b *sourceBuild) compression(s string) (source.Compression, error) {
+	c, err := source.ParseCompression(s)
+	if err != nil {
+		return "", b.errAt(".compression", "%v", err)
+	}
+	return c, nil
 }
 
 // maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine

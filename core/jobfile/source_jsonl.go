@@ -14,6 +14,10 @@ type JSONLSpec struct {
 	Path    string        `yaml:"path"`
 	Explode string        `yaml:"explode"` // a path to an array of records in each line
 	Fields  yaml.MapSlice `yaml:"fields"`  // name: type, or name: {type, path}
+	// Compression: as CSVSpec.Compression.
+	Compression string `yaml:"compression"`
+
+	in *inputs // the files path names, once built
 }
 
 // JSONSpec reads JSON: lines, a top-level array or a stream of values.
@@ -22,18 +26,27 @@ type JSONSpec struct {
 	Format  string        `yaml:"format"` // auto (default) | lines | array | values
 	Explode string        `yaml:"explode"`
 	Fields  yaml.MapSlice `yaml:"fields"`
+	// Compression: as CSVSpec.Compression.
+	Compression string `yaml:"compression"`
+
+	in *inputs // the files path names, once built
 }
 
-// jsonl: {path, explode, fields} reads a JSON lines file (source.JSONL);
-// json: {path, format, explode, fields} reads any of the JSON formats
-// (source.JSON).
+// jsonl: {path, explode, fields, compression} reads JSON lines files
+// (source.JSONL); json: {path, format, explode, fields, compression} reads
+// any of the JSON formats (source.JSON).
 func init() {
-	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource})
-	registerSource(sourceEntry[JSONSpec]{name: "json", rank: 31, replayable: true, build: buildJSONSource})
+	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource,
+		describe: func(j JSONLSpec) any { return describeFiles(j, j.in) }})
+	registerSource(sourceEntry[JSONSpec]{name: "json", rank: 31, replayable: true, build: buildJSONSource,
+		describe: func(j JSONSpec) any { return describeFiles(j, j.in) }})
 }
 
 func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
-	return buildJSON(b, &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields})
+	spec := &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields, Compression: j.Compression}
+	s, err := buildJSON(b, spec)
+	j.in = spec.in
+	return s, err
 }
 
 func buildJSONSource(b *sourceBuild, j *JSONSpec) (core.Source, error) {
@@ -48,12 +61,15 @@ func buildJSON(b *sourceBuild, j *JSONSpec) (core.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.f.claimFile(b.path+".path", b.f.path(j.Path), "the input file")
-	s, err := source.JSON(b.f.path(j.Path), opts, nil, b.errs)
-	if err != nil {
-		return nil, b.errAt(".path", "%v", err)
+	if opts.Compression, err = b.compression(j.Compression); err != nil {
+		return nil, err
 	}
-	return s, nil
+	var in *inputs
+	if in, err = b.inputFiles(j.Path); err != nil {
+		return nil, err
+	}
+	j.in = in
+	return in.open(b, func(p string) (core.Source, error) { return source.JSON(p, opts, nil, b.errs) })
 }
 
 // jsonOptions checks a JSON source's format, explode and fields (with

@@ -9,21 +9,23 @@ import (
 type ParquetSpec struct {
 	Path    string   `yaml:"path"`
 	Columns []string `yaml:"columns"`
+
+	in *inputs // the files path names, once built
 }
 
 // parquet: {path, columns} reads a Parquet file (source.Parquet).
 func init() {
-	registerSource(sourceEntry[ParquetSpec]{name: "parquet", rank: 10, replayable: true, build: buildParquet})
+	registerSource(sourceEntry[ParquetSpec]{name: "parquet", rank: 10, replayable: true, build: buildParquet,
+		describe: func(p ParquetSpec) any { return describeFiles(p, p.in) }})
 }
 
 func buildParquet(b *sourceBuild, p *ParquetSpec) (core.Source, error) {
 	if p.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
-	b.f.claimFile(b.path+".path", b.f.path(p.Path), "the input file")
-	s, err := source.Parquet(b.f.path(p.Path), p.Columns, b.errs)
-	if err != nil {
-		return nil, b.errAt(".path", "%v", err)
+	var err error
+	if p.in, err = b.inputFiles(p.Path); err != nil {
+		return nil, err
 	}
-	return s, nil
+	return p.in.open(b, func(path string) (core.Source, error) { return source.Parquet(path, p.Columns, b.errs) })
 }

@@ -16,10 +16,13 @@ type StdinSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	// Compression: auto (default: by the first bytes), none, gzip, zstd,
+	// bzip2 or xz.
+	Compression string `yaml:"compression"`
 }
 
-// stdin: {format, header, delimiter, explode, fields} reads CSV, JSON
-// lines or JSON (an array or a stream of values) from
+// stdin: {format, header, delimiter, explode, fields, compression} reads
+// CSV, JSON lines or JSON (an array or a stream of values) from
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
 func init() {
@@ -30,13 +33,17 @@ func init() {
 }
 
 func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
+	comp, err := b.compression(in.Compression)
+	if err != nil {
+		return nil, err
+	}
 	switch in.Format {
 	case "csv":
 		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields)
 		if err != nil {
 			return nil, err
 		}
-		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}
+		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Compression: comp}
 		if b.validate {
 			// validate must not read standard input: with fields the
 			// columns are known; without, they are the header's (without
@@ -63,7 +70,7 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		so := source.StdinOptions{JSON: &jo}
+		so := source.StdinOptions{JSON: &jo, Compression: comp}
 		if b.validate {
 			so.Reader = strings.NewReader("") // validate reads nothing
 		}

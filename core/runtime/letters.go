@@ -21,9 +21,10 @@ import (
 // everything up to the tag (a channel's output at sequence number s comes
 // after all its input up to s) and handed over its lines, so no line of an
 // earlier record can still come. The file is therefore the same for any
-// channel count and source parallelism. Positions order records of one
-// input (row or line numbers); jobs of several inputs will need the
-// sequence number itself.
+// channel count and source parallelism. Positions order the records of
+// one input (row or line numbers; a source of several files puts the
+// file's ordinal in the high bits, core.PosFileShift); jobs of several
+// sources will need the sequence number itself.
 
 // letter is one dead-letter line from a channel.
 type letter struct {

@@ -32,6 +32,13 @@ type CSVOptions struct {
 	// path, if any, only names the input in errors. The source does not
 	// close it.
 	Reader io.Reader
+	// Compression is how the input is compressed (the zero value is
+	// CompressionAuto: by the path's extension, then by its first bytes).
+	// A compressed file is decompressed once, when the source opens, into
+	// an unlinked temporary file that is then read as the plain file would
+	// be (blocks, parallel parsing); a compressed Reader is decompressed as
+	// it is read.
+	Compression Compression
 	// Parallelism is the number of goroutines that parse a CSV file (see
 	// CSV): 0 means auto, min(4, runtime.GOMAXPROCS(0)); 1 means the
 	// sequential reader. It applies to regular files larger than one
@@ -97,7 +104,7 @@ func csvSplitSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockS
 	if opts.Parallelism < 0 {
 		return nil, fmt.Errorf("csv source %s: parallelism %d: expected 0 (auto) or more", path, opts.Parallelism)
 	}
-	name, in, closer, err := openInput("csv", path, opts.Reader)
+	name, in, closer, err := openInput("csv", path, opts.Reader, opts.Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +174,7 @@ type csvReader struct {
 	schema *core.Schema
 	errs   *core.ErrorPolicy
 	line0  int64 // lines of the input before r's first byte
+	base   int64 // added to every line reported: the file's ordinal (setPosBase)
 }
 
 func checkDelimiter(d rune) (rune, error) {
@@ -316,10 +324,10 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 		if !errors.As(err, &pe) {
 			return 0, fmt.Errorf("csv source %s: %w", c.input, err)
 		}
-		return 0, &badRecord{line: c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
+		return 0, &badRecord{line: c.base + c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
 	}
 	l, _ := c.r.FieldPos(0)
-	line := c.line0 + int64(l)
+	line := c.base + c.line0 + int64(l)
 	if len(rec) != c.want {
 		return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("%d fields, expected %d", len(rec), c.want)}
 	}

@@ -66,6 +66,9 @@ type JSONOptions struct {
 	Format JSONFormat
 	// Fields are the record's fields (at least one).
 	Fields []JSONField
+	// Compression is how the file (or reader) is compressed (the zero
+	// value is auto: see Compression).
+	Compression Compression
 	// Explode, when set, is the path (see ParseJSONPath) of an array in
 	// each value whose elements are the records: field paths are then
 	// relative to the element, and $-rooted ones to the value. A value
@@ -122,7 +125,7 @@ func jsonSource(path string, opts JSONOptions, reader io.Reader, errs *core.Erro
 	if opts.Format == JSONLines {
 		kind = "jsonl"
 	}
-	name, in, closer, err := openInput(kind, path, reader)
+	name, in, closer, err := openInput(kind, path, reader, opts.Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +270,7 @@ type jsonlReader struct {
 	offGot []byte      // … and the first byte of that value
 
 	lineNo int64  // the line the current value starts on
+	base   int64  // added to every line reported: the file's ordinal (setPosBase)
 	long   []byte // a line longer than the read buffer; a unit
 	buf    []byte // the value being parsed
 	pos    int
@@ -410,7 +414,7 @@ func (j *jsonlReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolic
 // clone returns a reader of the same fields with interners and buffers of
 // its own, for a block reader; its input is set by span and reset.
 func (j *jsonlReader) clone() *jsonlReader {
-	d := &jsonlReader{kind: j.kind, input: j.input, format: j.format, schema: j.schema, errs: j.errs,
+	d := &jsonlReader{kind: j.kind, input: j.input, format: j.format, schema: j.schema, errs: j.errs, base: j.base,
 		tree: j.tree, doc: j.doc, docFields: j.docFields, recFields: j.recFields, paths: j.paths,
 		area: j.area, end: j.end,
 		str: make([]*interner, len(j.str)), state: make([]uint8, len(j.state)),
@@ -627,10 +631,10 @@ func (j *jsonlReader) read(row []core.Value) (int64, error) {
 					continue // its elements come next
 				}
 			} else if bad = j.record(j.tree, row, true); bad == nil {
-				return j.lineNo, nil
+				return j.base + j.lineNo, nil
 			}
 		}
-		if err := j.errs.Bad(j.input, j.lineNo, string(j.buf), bad); err != nil {
+		if err := j.errs.Bad(j.input, j.base+j.lineNo, string(j.buf), bad); err != nil {
 			return 0, err
 		}
 	}
@@ -905,7 +909,7 @@ func (j *jsonlReader) element(row []core.Value) (line int64, ok bool, err error)
 		return 0, false, nil
 	}
 	start := j.pos
-	line = j.lineOf(start)
+	line = j.base + j.lineOf(start)
 	bad := j.record(j.tree, row, false)
 	if bad != nil {
 		j.pos = start

@@ -41,6 +41,7 @@ type ParquetSource struct {
 	pf      *parquet.File
 	schema  *core.Schema
 	columns []*parquet.Column // the selected columns, in schema order
+	base    int64             // added to every Pos: the file's ordinal (setPosBase)
 	rgStart []int64           // row group i's first row (0-based)
 	errs    *core.ErrorPolicy
 
@@ -248,7 +249,7 @@ func (s *ParquetSource) readBatch(cur *pqCursor) (*core.Batch, error) {
 	w := s.schema.Width()
 	b := core.NewBatch(s.schema)
 	k := min(int64(core.BatchSize), cur.rgLeft)
-	b.Extend(int(k), cur.row+1)
+	b.Extend(int(k), s.base+cur.row+1)
 	anyNull := false
 	for ci, c := range cur.cols {
 		null, err := c.fill(b.Vals, w, ci, 0, int(k), cur.null)

@@ -29,6 +29,11 @@ type StdinOptions struct {
 	// Columns: fields with paths, explode (its Format is taken from the
 	// format argument: lines for jsonl, auto for json).
 	JSON *JSONOptions
+	// Compression is how the input is compressed. The zero value is auto:
+	// by the input's first bytes (Sniff), decided on the first read, so
+	// that Stdin does not wait for input to start (a CSV header is read
+	// at once all the same).
+	Compression Compression
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -62,6 +67,9 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 		schema *core.Schema
 		rin    = bom.NewReader(in) // s.in stays in, for Close
 	)
+	if opts.Compression != CompressionNone {
+		rin = bom.NewReader(&lazyDecoder{name: "stdin", in: in, c: opts.Compression})
+	}
 	switch format {
 	case "csv":
 		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)

@@ -29,13 +29,22 @@ type recordReader interface {
 
 // openInput returns r when it is set (its name in errors: path, or
 // "stdin" when path is empty), or opens the file at path; in reads it
-// without a leading byte order mark (bom.Reader).
-func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.Closer, err error) {
+// decompressed as c says (auto: by the path's extension, then by the
+// first bytes; see Compression) and without a leading byte order mark
+// (bom.Reader). The closer is an *os.File (so that the caller can read it
+// by blocks): the file itself, or for a compressed file the temporary file
+// of its decompressed bytes (spill); nil for r, which is decompressed as
+// it is read.
+func openInput(kind, path string, r io.Reader, c Compression) (name string, in io.Reader, cl io.Closer, err error) {
 	if r != nil {
 		if path == "" {
 			path = "stdin"
 		}
-		return path, bufio.NewReaderSize(bom.NewReader(r), 64<<10), nil, nil
+		if c == CompressionNone {
+			return path, bufio.NewReaderSize(bom.NewReader(r), 64<<10), nil, nil
+		}
+		// Decided on the first read, so that opening waits for no input.
+		return path, bufio.NewReaderSize(bom.NewReader(&lazyDecoder{name: path, in: r, c: c}), 64<<10), nil, nil
 	}
 	if path == "" {
 		return "", nil, nil, fmt.Errorf("%s source: no path and no reader", kind)
@@ -44,11 +53,38 @@ func openInput(kind, path string, r io.Reader) (name string, in io.Reader, c io.
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("%s source: %w", kind, err)
 	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err == nil && st.IsDir() {
 		f.Close()
 		return "", nil, nil, fmt.Errorf("%s source %s: is a directory", kind, path)
 	}
+	if c != CompressionNone {
+		if f, err = spill(path, f, c); err != nil {
+			return "", nil, nil, fmt.Errorf("%s source %s: %w", kind, path, err)
+		}
+	}
 	return path, bufio.NewReaderSize(bom.NewReader(f), readBufferSize), f, nil
+}
+
+// lazyDecoder decompresses in as c says, deciding (auto: by name, then by
+// the first bytes) and reading the stream's header on the first Read, so
+// that a source over a pipe starts without waiting for input.
+type lazyDecoder struct {
+	name string
+	in   io.Reader
+	c    Compression
+	r    io.Reader
+	err  error
+}
+
+func (l *lazyDecoder) Read(p []byte) (int, error) {
+	if l.r == nil && l.err == nil {
+		l.r, _, _, l.err = openDecompressed(l.name, l.in, l.c)
+	}
+	if l.err != nil {
+		return 0, l.err
+	}
+	return l.r.Read(p)
 }
 
 // textSource is a finite source over a recordReader: a CSV or JSONL file,

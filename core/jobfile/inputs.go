@@ -1,0 +1,106 @@
+package jobfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"streamd/core"
+	"streamd/core/source"
+)
+
+// inputs is what a file source's path: names: one file, or the files of a
+// glob pattern or a directory (source.Expand), in name order.
+type inputs struct {
+	paths []string
+	// many: the path is a pattern or a directory, read as one input
+	// (source.Concat).
+	many bool
+	// stamps are the files as the job file names them, each with its size
+	// ("in/a.csv 1234"), recorded in checkpoints (fileList) so that a
+	// restore refuses a file list that changed.
+	stamps []string
+}
+
+// inputFiles expands the path p of the file source being built and claims
+// its files (and, for a pattern or directory, the files that may appear
+// in it) against the sinks.
+func (b *sourceBuild) inputFiles(p string) (*inputs, error) {
+	full := b.f.path(p)
+	st, statErr := os.Stat(full)
+	in := &inputs{many: source.IsPattern(full) || (statErr == nil && st.IsDir())}
+	if !in.many {
+		b.f.claimFile(b.path+".path", full, "the input file")
+		in.paths = []string{full}
+		return in, nil
+	}
+	paths, err := source.Expand(full)
+	if err != nil {
+		return nil, b.errAt(".path", "%v", err)
+	}
+	in.paths = paths
+	for _, q := range paths {
+		b.f.claimFile(b.path+".path", q, "an input file")
+		size := int64(-1)
+		if st, err := os.Stat(q); err == nil {
+			size = st.Size()
+		}
+		name := q
+		if !filepath.IsAbs(p) {
+			if r, err := filepath.Rel(b.f.Dir, q); err == nil {
+				name = r
+			}
+		}
+		in.stamps = append(in.stamps, fmt.Sprintf("%s %d", name, size))
+	}
+	absPat, err := filepath.Abs(full)
+	if err != nil {
+		absPat = filepath.Clean(full)
+	}
+	var match func(string) bool
+	if source.IsPattern(full) {
+		match = func(abs string) bool { return source.Matches(absPat, abs) }
+	} else {
+		match = func(abs string) bool {
+			return filepath.Dir(abs) == absPat && !strings.HasPrefix(filepath.Base(abs), ".")
+		}
+	}
+	b.f.files = append(b.f.files, claimed{key: b.path + ".path", path: p, what: "the files of the input", match: match})
+	return in, nil
+}
+
+// open makes the source of the input: one file's, or the concatenation of
+// the files' (source.Concat), with each file's source made by open.
+func (in *inputs) open(b *sourceBuild, open func(path string) (core.Source, error)) (core.Source, error) {
+	if !in.many {
+		s, err := open(in.paths[0])
+		if err != nil {
+			return nil, b.errAt(".path", "%v", err)
+		}
+		return s, nil
+	}
+	s, err := source.Concat(in.paths, open)
+	if err != nil {
+		return nil, b.errAt(".path", "%v", err)
+	}
+	return s, nil
+}
+
+// fileList is a file source's description in a checkpoint: its spec and,
+// for a glob or directory, the files it read, with their sizes, so that a
+// restore whose file list differs (a file added, removed, renamed or
+// grown) is refused as a changed source.
+type fileList[T any] struct {
+	Spec  T        `yaml:",inline"`
+	Files []string `yaml:"files,omitempty"`
+}
+
+// describeFiles is spec as a checkpoint records it: with the file list of
+// a glob or directory input, as written for one file.
+func describeFiles[T any](spec T, in *inputs) any {
+	if in == nil || !in.many {
+		return spec
+	}
+	return fileList[T]{Spec: spec, Files: in.stamps}
+}
