@@ -96,10 +96,12 @@ type ErrorPolicy struct {
 
 	// parent, for a Deferred policy: the policy that counts its records
 	// and writes its dead letters; held are the lines not written yet,
-	// heldPos their records' input positions.
+	// heldPos their records' input positions, heldSeq their sequence
+	// numbers (0 where not given).
 	parent  *ErrorPolicy
 	held    [][]byte
 	heldPos []int64
+	heldSeq []uint64
 }
 
 // Deferred returns a policy of p's mode for one goroutine whose dead
@@ -117,19 +119,20 @@ func (p *ErrorPolicy) Deferred() *ErrorPolicy {
 // forgets them. The caller owns the slice.
 func (p *ErrorPolicy) TakeDeferred() [][]byte {
 	h := p.held
-	p.held, p.heldPos = nil, p.heldPos[:0]
+	p.held, p.heldPos, p.heldSeq = nil, p.heldPos[:0], p.heldSeq[:0]
 	return h
 }
 
 // Held says how many dead letters a Deferred policy holds.
 func (p *ErrorPolicy) Held() int { return len(p.held) }
 
-// TakeDeferredPos is TakeDeferred with each line's input position
-// (pos[i] is lines[i]'s record's; 0 if unknown). The caller owns both.
-func (p *ErrorPolicy) TakeDeferredPos() (lines [][]byte, pos []int64) {
-	lines, pos = p.held, p.heldPos
-	p.held, p.heldPos = nil, nil
-	return lines, pos
+// TakeDeferredPos is TakeDeferred with each line's input position and
+// sequence number (pos[i] and seq[i] are lines[i]'s record's; 0 if
+// unknown). The caller owns all three.
+func (p *ErrorPolicy) TakeDeferredPos() (lines [][]byte, pos []int64, seq []uint64) {
+	lines, pos, seq = p.held, p.heldPos, p.heldSeq
+	p.held, p.heldPos, p.heldSeq = nil, nil, nil
+	return lines, pos, seq
 }
 
 // WriteDeferred appends lines taken from a Deferred policy of p to the
@@ -166,6 +169,15 @@ func NewErrorPolicy(mode ErrorMode, deadLetter string) (*ErrorPolicy, error) {
 // Fail, nil otherwise (or the dead-letter file's write error). While the
 // policy is muted it drops the record and returns nil, whatever the mode.
 func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) error {
+	return p.BadSeq(input, pos, 0, raw, reason)
+}
+
+// BadSeq is Bad for a record with a sequence number (an operator in a
+// channel): a Deferred policy keeps seq with the line, and the channels'
+// dead letters are ordered by (position, seq), so that records which share
+// a position (one line of JSON holding several) keep their input order
+// whatever the channel count.
+func (p *ErrorPolicy) BadSeq(input string, pos int64, seq uint64, raw string, reason error) error {
 	if p.muted.Load() > 0 {
 		return nil
 	}
@@ -175,7 +187,7 @@ func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) err
 		return nil
 	case DeadLetter:
 		p.counts().DeadLettered.Add(1)
-		return p.write(input, pos, raw, reason.Error())
+		return p.write(input, pos, seq, raw, reason.Error())
 	}
 	return &RecordError{Input: input, Pos: pos, Reason: reason}
 }
@@ -196,13 +208,14 @@ func (p *ErrorPolicy) Unmute() { p.muted.Add(-1) }
 
 // LateRecord handles a record that came after its windows fired: counted,
 // and written to the dead-letter file when toDeadLetter is set.
-func (p *ErrorPolicy) LateRecord(input string, pos int64, raw string, toDeadLetter bool) error {
+// seq is the record's sequence number (see BadSeq; 0 if unknown).
+func (p *ErrorPolicy) LateRecord(input string, pos int64, seq uint64, raw string, toDeadLetter bool) error {
 	p.counts().Late.Add(1)
 	if !toDeadLetter {
 		return nil
 	}
 	p.counts().LateDeadLettered.Add(1)
-	return p.write(input, pos, raw, "late: its windows have fired")
+	return p.write(input, pos, seq, raw, "late: its windows have fired")
 }
 
 // PartlyLateRecord counts a record that came after some, not all, of its
@@ -218,7 +231,7 @@ type deadLetter struct {
 }
 
 // write appends one dead letter to the file, opening it on the first.
-func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
+func (p *ErrorPolicy) write(input string, pos int64, seq uint64, raw, reason string) error {
 	if p.path == "" {
 		return errors.New("dead letter: no dead_letter_path set")
 	}
@@ -230,6 +243,7 @@ func (p *ErrorPolicy) write(input string, pos int64, raw, reason string) error {
 	if p.parent != nil {
 		p.held = append(p.held, line)
 		p.heldPos = append(p.heldPos, pos)
+		p.heldSeq = append(p.heldSeq, seq)
 		return nil
 	}
 	return p.writeLine(line)

@@ -68,7 +68,7 @@ func TestErrorPolicyMute(t *testing.T) {
 			}
 		}
 		p.Mute()
-		if err := p.LateRecord("window", 6, "y", true); err != nil || p.Late.Load() != 1 {
+		if err := p.LateRecord("window", 6, 0, "y", true); err != nil || p.Late.Load() != 1 {
 			t.Fatalf("mode %d: late record while muted: %v, %d late", mode, err, p.Late.Load())
 		}
 		p.Unmute()
@@ -189,7 +189,7 @@ func TestDeferredDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := a.LateRecord("in", 5, "raw", true); err != nil {
+	if err := a.LateRecord("in", 5, 0, "raw", true); err != nil {
 		t.Fatal(err)
 	}
 	if p.DeadLettered.Load() != 4 || p.Late.Load() != 1 || p.LateDeadLettered.Load() != 1 {

@@ -24,7 +24,11 @@ func bad(errs *core.ErrorPolicy, name string, b *core.Batch, i int, reason error
 	if errs == nil {
 		return &core.RecordError{Input: name, Pos: b.Pos[i], Reason: reason}
 	}
-	return errs.Bad(name, b.Pos[i], raw, reason)
+	var seq uint64
+	if len(b.Seq) > i {
+		seq = b.Seq[i]
+	}
+	return errs.BadSeq(name, b.Pos[i], seq, raw, reason)
 }
 
 // describe renders a record as name=value pairs, for dead letters.

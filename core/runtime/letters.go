@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"container/heap"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,7 @@ import (
 // letter is one dead-letter line from a channel.
 type letter struct {
 	pos  int64  // the record's input position (0: unknown)
+	seq  uint64 // the record's sequence number (0: unknown)
 	tag  uint64 // the channel's progress when it handed the line over
 	n    uint64 // arrival order, for ties
 	line []byte
@@ -51,11 +53,11 @@ func (q *letterQueue) add(errs *core.ErrorPolicy, tag uint64) {
 	if errs.Held() == 0 {
 		return
 	}
-	lines, pos := errs.TakeDeferredPos()
+	lines, pos, seq := errs.TakeDeferredPos()
 	q.mu.Lock()
 	for i, l := range lines {
 		q.arrived++
-		q.in = append(q.in, letter{pos: pos[i], tag: tag, n: q.arrived, line: l})
+		q.in = append(q.in, letter{pos: pos[i], seq: seq[i], tag: tag, n: q.arrived, line: l})
 	}
 	q.mu.Unlock()
 	q.waiting.Add(1)
@@ -84,7 +86,16 @@ func (q *letterQueue) flush(done uint64) error {
 	return nil
 }
 
-// letterHeap orders letters by position, then tag, then arrival.
+// letterHeap orders letters by position, then by sequence number, then
+// by their bytes. Records that share a position (the elements of an
+// exploded JSON array, the values of a one-line array: one line) may be
+// split over channels, and which channel gets which, its progress (tag)
+// and the arrival order depend on the channel count; their sequence
+// numbers do not, and keep input order. A line is written only once the
+// merger has emitted its tag ≥ its seq, so every letter of a lower seq at
+// that position has arrived by then. Letters without a sequence number
+// (an error while a window fires) are ordered by their bytes, which do not
+// depend on the channel count either.
 type letterHeap []letter
 
 func (h letterHeap) Len() int { return len(h) }
@@ -93,8 +104,11 @@ func (h letterHeap) Less(i, j int) bool {
 	if a.pos != b.pos {
 		return a.pos < b.pos
 	}
-	if a.tag != b.tag {
-		return a.tag < b.tag
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	if c := bytes.Compare(a.line, b.line); c != 0 {
+		return c < 0
 	}
 	return a.n < b.n
 }

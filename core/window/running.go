@@ -94,14 +94,14 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		accs := r.accs(st)
 		if _, err := addAll(r.aggs, accs, row); err != nil {
-			if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+			if perr := r.env.Errors.BadSeq(r.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), err); perr != nil {
 				return perr
 			}
 		}
 		if err := overflow(r.aggs, accs); err != nil {
 			// No row for this record: its key's state stays exact, and a
 			// later record may bring the sum back into range.
-			if perr := r.env.Errors.Bad(r.spec.Name, in.Pos[i], describeRow(r.out, k[:nk], r.aggs, accs), err); perr != nil {
+			if perr := r.env.Errors.BadSeq(r.spec.Name, in.Pos[i], seqOf(in, i), describeRow(r.out, k[:nk], r.aggs, accs), err); perr != nil {
 				return perr
 			}
 			continue

@@ -206,7 +206,7 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		t := in.Time[i]
 		row := in.Row(i)
 		if t == core.NoTime {
-			if err := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), fmt.Errorf("record has no event time")); err != nil {
+			if err := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), fmt.Errorf("record has no event time")); err != nil {
 				return err
 			}
 			continue
@@ -215,7 +215,7 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		start := floorDiv(t, slide) * slide
 		lastEnd := start + size
 		if lastEnd-1 <= w.wm { // every window of the pane has fired
-			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
+			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
 				return err
 			}
 			continue
@@ -237,7 +237,7 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		accs := w.accs(&st.panes[pi])
 		if _, err := addAll(w.aggs, accs, row); err != nil {
-			if perr := w.env.Errors.Bad(w.spec.Name, in.Pos[i], describe(in.Schema, row), err); perr != nil {
+			if perr := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), err); perr != nil {
 				return perr
 			}
 		}
@@ -451,3 +451,12 @@ func (w *windowOp) ReleaseGroups(groups []int) any {
 // AdoptGroups implements core.Migrator: it adds another instance's released
 // keys to this instance's firing index.
 func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(*kvstate.TimersHandoff[ref])) }
+
+// seqOf is record i's sequence number (0 where the batch has none: one
+// not routed by a splitter).
+func seqOf(b *core.Batch, i int) uint64 {
+	if i < len(b.Seq) {
+		return b.Seq[i]
+	}
+	return 0
+}

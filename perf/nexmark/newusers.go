@@ -139,7 +139,7 @@ func (u *newUsers) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		end := floorDiv(ts, u.size)*u.size + u.size
 		if end-1 <= u.wm {
-			if err := u.env.Errors.LateRecord(u.name, in.Pos[i], "", false); err != nil {
+			if err := u.env.Errors.LateRecord(u.name, in.Pos[i], in.Seq[i], "", false); err != nil {
 				return err
 			}
 			continue

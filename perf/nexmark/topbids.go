@@ -103,7 +103,7 @@ func (t *topBids) Process(in *core.Batch, out *core.Emitter) error {
 		}
 		end := floorDiv(ts, t.size)*t.size + t.size
 		if end-1 <= t.wm {
-			if err := t.env.Errors.LateRecord(t.name, in.Pos[i], "", false); err != nil {
+			if err := t.env.Errors.LateRecord(t.name, in.Pos[i], in.Seq[i], "", false); err != nil {
 				return err
 			}
 			continue
