@@ -22,7 +22,8 @@ func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
 	if j.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
-	fs, err := b.f.fields(b.path+".fields", j.Fields)
+	cs, err := b.f.columns(b.path+".fields", j.Fields, nullKeys...)
+	fs := schemaFields(cs)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,8 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		}
 		return s, nil
 	case "jsonl":
-		fs, err := b.f.fields(b.path+".fields", in.Fields)
+		cs, err := b.f.columns(b.path+".fields", in.Fields, nullKeys...)
+		fs := schemaFields(cs)
 		if err != nil {
 			return nil, err
 		}

@@ -27,10 +27,14 @@ import (
 // Timestamp an RFC 3339 string (or another form core.ParseTime accepts) or
 // an integer number of ns since the epoch.
 //
+// Missing values: a field that is absent or null is core.Null when the
+// field is Nullable, or its Default when it has one; "" is a string, not
+// a missing value.
+//
 // Malformed, and so handed to errs (nil: Fail) with input:line, are: a line
-// that is not one valid JSON object, a field that is missing or null (core
-// has no null, and a silent zero would corrupt sums and keys), and a value
-// of the wrong type. Blank lines are skipped (and counted for line
+// that is not one valid JSON object, a field that is missing or null and
+// neither Nullable nor with a Default (a silent zero would corrupt sums
+// and keys), and a value of the wrong type. Blank lines are skipped (and counted for line
 // numbers); a UTF-8 byte order mark at the start of the input is dropped. The steady path allocates nothing per record: the line is
 // parsed in place and strings of up to 64 Ki distinct values per field are
 // interned.
@@ -242,8 +246,25 @@ func (j *jsonlReader) object(row []core.Value) error {
 	}
 	for i, ok := range j.seen {
 		if !ok {
-			return fmt.Errorf("field %q is missing", j.schema.Fields[i].Name)
+			if err := j.missing(i, row, "missing"); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// missing sets row[col], whose field is absent or null (what says which,
+// for the error), to core.Null for a Nullable field or to its Default; a
+// field with neither is an error.
+func (j *jsonlReader) missing(col int, row []core.Value, what string) error {
+	switch f := &j.schema.Fields[col]; {
+	case f.Nullable:
+		row[col] = core.Null()
+	case f.Default != nil:
+		row[col] = *f.Default
+	default:
+		return fmt.Errorf("field %q is %s", f.Name, what)
 	}
 	return nil
 }
@@ -278,7 +299,7 @@ func (j *jsonlReader) field(col int, row []core.Value) error {
 			return err
 		}
 		if null {
-			return fmt.Errorf("field %q is null", f.Name)
+			return j.missing(col, row, "null")
 		}
 		if f.Type == core.Bool {
 			row[col] = core.BoolValue(b)
