@@ -252,4 +252,3 @@ func excerpt(got, want string) string {
 	lo := max(0, strings.LastIndexByte(got[:i], '\n'))
 	return fmt.Sprintf(" got %q\nwant %q", got[lo:min(len(got), lo+300)], want[lo:min(len(want), lo+300)])
 }
-
