@@ -3,11 +3,14 @@ package jobfile
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 
 	"streamd/core"
 	"streamd/core/runtime"
@@ -251,4 +254,96 @@ func excerpt(got, want string) string {
 	i := firstDifference(got, want)
 	lo := max(0, strings.LastIndexByte(got[:i], '\n'))
 	return fmt.Sprintf(" got %q\nwant %q", got[lo:min(len(got), lo+300)], want[lo:min(len(want), lo+300)])
+}
+
+// A null lookup key matches nothing, not even the table's row with an
+// empty key (SQL: NULL = '' is not true): under on_miss: drop the record
+// goes, under the default it gets the empty fields of a miss. The JSON
+// lines sink writes a null as null, the CSV sink as an empty field; ??
+// replaces a null.
+func TestNullLookupKeyAndSinks(t *testing.T) {
+	const in = "origin,delay\nSFO,5\n,7\nLAX,\n,\n"
+	const table = "iata,city\nSFO,San Francisco\n,Nowhere\nLAX,Los Angeles\n"
+	for _, c := range []struct{ miss, sink, want string }{
+		{"drop", "jsonl: {path: out.jsonl}",
+			`{"origin":"SFO","delay":5,"city":"San Francisco","d":5}` + "\n" +
+				`{"origin":"LAX","delay":null,"city":"Los Angeles","d":-1}` + "\n"},
+		{"empty", "csv: {path: out.jsonl}",
+			"origin,delay,city,d\nSFO,5,San Francisco,5\n,7,,7\nLAX,,Los Angeles,-1\n,,,-1\n"},
+	} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "in.csv"), in)
+		writeFile(t, filepath.Join(dir, "airports.csv"), table)
+		text := "source:\n  csv: {path: in.csv, columns: {origin: {type: string, nullable: true}, delay: {type: int64, nullable: true}}}\n" +
+			"pipeline:\n  - lookup_csv: {path: airports.csv, key: origin, table_key: iata, fields: [city], on_miss: " + c.miss + "}\n" +
+			"  - map: {d: \"delay ?? -1\"}\n" +
+			"sink:\n  " + c.sink + "\n"
+		if _, err := runJobFile(t, dir, text); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, filepath.Join(dir, "out.jsonl")); got != c.want {
+			t.Errorf("on_miss: %s:\n got %q\nwant %q", c.miss, got, c.want)
+		}
+	}
+}
+
+// gapRow is a gap record as a Parquet row: optional columns for k, v and
+// f; q required (7 where the record has none, q's default in gapJob).
+type gapRow struct {
+	Ts int64    `parquet:"ts"`
+	K  *string  `parquet:"k,optional"`
+	V  *int64   `parquet:"v,optional"`
+	F  *float64 `parquet:"f,optional"`
+	Q  int64    `parquet:"q"`
+}
+
+// Parquet nulls end to end: the optional columns of a file that holds
+// nulls are nullable without being declared, and the gap job over it gives
+// SQL's output for any number of source workers and channels.
+func TestNullsParquetSameOutputAsSQL(t *testing.T) {
+	var rs []gapRecord
+	var rows []gapRow
+	for _, r := range gapRecords() {
+		if r.ts == nil {
+			continue // ts is required in the file
+		}
+		q := int64(7)
+		if r.q != nil {
+			q = *r.q
+		}
+		rs = append(rs, r)
+		rows = append(rows, gapRow{Ts: *r.ts, K: r.k, V: r.v, F: r.f, Q: q})
+	}
+	want := gapReference(rs)
+	src := filepath.Join(t.TempDir(), "in.parquet")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[gapRow](f, parquet.MaxRowsPerRowGroup(30_000))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, mn := range [][2]int{{1, 1}, {3, 3}, {8, 1}, {2, 3}} {
+		m, n := mn[0], mn[1]
+		dir := t.TempDir()
+		text := fmt.Sprintf("source:\n  parallelism: %d\n  parquet: {path: %s}\n", m, src) +
+			"event_time: {field: ts, unit: ms, max_out_of_orderness: 300ms}\n" + gapJob + "sink:\n  csv: {path: out.csv}\n"
+		job := buildJobFile(t, dir, text, Options{Channels: n})
+		if got := job.Source.Schema().String(); got != "(ts int64, k string null, v int64 null, f float64 null, q int64)" {
+			t.Fatalf("schema %s", got)
+		}
+		if _, err := runtime.Run(context.Background(), job); err != nil {
+			t.Fatalf("%d workers, %d channels: %v", m, n, err)
+		}
+		if got := readFile(t, filepath.Join(dir, "out.csv")); got != want {
+			t.Fatalf("%d workers, %d channels: output differs from the reference:\n%s", m, n, excerpt(got, want))
+		}
+	}
 }
