@@ -257,7 +257,7 @@ func excerpt(got, want string) string {
 }
 
 // A null lookup key matches nothing, not even the table's row with an
-// empty key (SQL: NULL = '' is not true): under on_miss: drop the record
+// empty key (SQL: NULL = ” is not true): under on_miss: drop the record
 // goes, under the default it gets the empty fields of a miss. The JSON
 // lines sink writes a null as null, the CSV sink as an empty field; ??
 // replaces a null.
