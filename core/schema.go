@@ -10,6 +10,15 @@ import (
 type Field struct {
 	Name string
 	Type Type
+	// Nullable says the field may hold Null (a missing value, an
+	// aggregate over only nulls, an expression over a null). Code that
+	// reads a field that is not Nullable never checks for Null, so jobs
+	// without nullable columns pay nothing for nulls.
+	Nullable bool
+	// Default, for a source's column, is the value a missing one takes
+	// (then the field is not Nullable); nil for none. Sources read it;
+	// operators ignore it.
+	Default *Value
 }
 
 // Schema is the ordered list of fields of the records on one edge of the job
@@ -81,6 +90,9 @@ func (s *Schema) String() string {
 	parts := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
 		parts[i] = f.Name + " " + f.Type.String()
+		if f.Nullable {
+			parts[i] += " null"
+		}
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -59,6 +59,30 @@ type Value struct {
 	s string
 }
 
+// nullText is the string of Null: its data pointer marks a null (IsNull is
+// one pointer compare) and its length and nullN keep Go's == on Values
+// (and on window key tuples) apart from every non-null value: a non-null
+// numeric value has an empty string, a non-null String value n = 0. It
+// points into a variable of its own, not a literal: the linker shares
+// equal string literals, so a literal "\x00" elsewhere would be null.
+var (
+	nullByte = [1]byte{0}
+	nullText = unsafe.String(&nullByte[0], 1)
+)
+
+// nullN is the integer word of Null.
+const nullN = 1
+
+// Null returns the null value (SQL's NULL) of any type: a missing value of
+// a Nullable field. It is 24 bytes like every Value and does not allocate.
+// The typed accessors (Int, Float, Str, Bool, Time) of a null return
+// unspecified values: check IsNull first where the field is Nullable.
+func Null() Value { return Value{n: nullN, s: nullText} }
+
+// IsNull reports whether v is Null. Values built any other way (parsed,
+// decoded from a snapshot) are never null.
+func (v Value) IsNull() bool { return unsafe.StringData(v.s) == unsafe.StringData(nullText) }
+
 // IntValue returns an Int64 value.
 func IntValue(i int64) Value { return Value{n: uint64(i)} }
 
@@ -90,7 +114,8 @@ func (v Value) Str() string { return v.s }
 
 // Same reports whether v and w are the same value: v == w, but quick when
 // two strings share their bytes (interned keys), as a Go == on the struct
-// is not.
+// is not. Null is the same as Null and as no other value (a grouping key:
+// SQL's GROUP BY puts all nulls in one group).
 func (v Value) Same(w Value) bool {
 	return v.n == w.n && len(v.s) == len(w.s) && (unsafe.StringData(v.s) == unsafe.StringData(w.s) || v.s == w.s)
 }
@@ -102,9 +127,12 @@ func (v Value) Bool() bool { return v.n != 0 }
 func (v Value) Time() int64 { return int64(v.n) }
 
 // Any boxes the value as the Go value of type t (int64, float64, string, bool,
-// time.Time). It allocates; it is for edges (expressions, JSON), not the hot
-// path.
+// time.Time), Null as nil. It allocates; it is for edges (expressions,
+// JSON), not the hot path.
 func (v Value) Any(t Type) any {
+	if v.IsNull() {
+		return nil
+	}
 	switch t {
 	case Int64:
 		return v.Int()
@@ -120,7 +148,23 @@ func (v Value) Any(t Type) any {
 	return nil
 }
 
+// CompareNullable is Compare for values that may be Null: nulls sort after
+// every other value (SQL's NULLS LAST, the default of PostgreSQL and
+// DuckDB) and equal each other.
+func CompareNullable(t Type, a, b Value) int {
+	switch an, bn := a.IsNull(), b.IsNull(); {
+	case an && bn:
+		return 0
+	case an:
+		return 1
+	case bn:
+		return -1
+	}
+	return Compare(t, a, b)
+}
+
 // Compare orders two values of type t: -1, 0 or +1. Floats order NaN first.
+// Neither may be Null (see CompareNullable).
 func Compare(t Type, a, b Value) int {
 	switch t {
 	case Float64:
@@ -160,8 +204,12 @@ func cmpInt(a, b int64) int {
 // AppendText appends the text form of v (of type t) to dst: integers in
 // decimal, floats in the shortest form that round-trips, timestamps in
 // RFC 3339 UTC (with fractional seconds only when non-zero), bools as
-// true/false, strings as they are. It does not allocate when dst has room.
+// true/false, strings as they are, Null as nothing (an empty field). It
+// does not allocate when dst has room.
 func AppendText(dst []byte, t Type, v Value) []byte {
+	if v.IsNull() {
+		return dst
+	}
 	switch t {
 	case Int64:
 		return strconv.AppendInt(dst, v.Int(), 10)

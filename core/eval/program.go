@@ -40,14 +40,19 @@ type Program struct {
 	mayFail bool
 
 	vmProg *vm.Program
-	refs   []ref     // fields the expression reads, boxed into the vm's env
-	states sync.Pool // *vmState: a reused env map and vm per goroutine
+	refs   []ref // fields the expression reads, boxed into the vm's env
+	// nullRefs are the Nullable fields the expression reads (indexes in
+	// the record); nil when it reads none, and then nothing checks for
+	// null. A record with a null in one of them is evaluated on the vm.
+	nullRefs []int
+	states   sync.Pool // *vmState: a reused env map and vm per goroutine
 }
 
 type ref struct {
-	name string
-	idx  int
-	typ  core.Type
+	name     string
+	idx      int
+	typ      core.Type
+	nullable bool
 }
 
 type vmState struct {
@@ -90,6 +95,11 @@ func Compile(src string, s *core.Schema) (*Program, error) {
 	}
 	p := &Program{src: src, schema: s, typ: typ, vmProg: prog}
 	p.refs = fieldRefs(tree.Node, s)
+	for _, r := range p.refs {
+		if r.nullable {
+			p.nullRefs = append(p.nullRefs, r.idx)
+		}
+	}
 	p.states.New = func() any { return &vmState{env: make(map[string]any, len(p.refs))} }
 
 	c := fastCompiler{schema: s}
@@ -101,6 +111,20 @@ func Compile(src string, s *core.Schema) (*Program, error) {
 
 // Type is the type of the expression's result.
 func (p *Program) Type() core.Type { return p.typ }
+
+// Nullable says the result may be core.Null: the expression reads a
+// Nullable field.
+func (p *Program) Nullable() bool { return p.nullRefs != nil }
+
+// hasNull says whether row holds a null in a field the expression reads.
+func (p *Program) hasNull(row []core.Value) bool {
+	for _, i := range p.nullRefs {
+		if row[i].IsNull() {
+			return true
+		}
+	}
+	return false
+}
 
 // Source is the expression's text.
 func (p *Program) Source() string { return p.src }
@@ -120,7 +144,17 @@ var ErrType = errors.New("wrong result type")
 // it is only read) and returns a value of type p.Type(). On the fast path
 // it does not allocate. Run-time errors (an integer modulo by zero, errors
 // the vm reports) are *Error; nothing panics.
+//
+// Nulls: a null field is nil to the expression, which may test it (x ==
+// nil, x != nil && x > 3) or replace it (x ?? 0). An operation that fails
+// on a nil operand (x + 1, x > 3) makes the result null, as SQL's
+// operators do: so any failure while a field the expression reads is null
+// gives core.Null, not an error. A record with a null is evaluated on the
+// vm (it allocates); records without one keep the fast path.
 func (p *Program) Eval(row []core.Value) (core.Value, error) {
+	if p.nullRefs != nil && p.hasNull(row) {
+		return p.evalVM(row)
+	}
 	if n := p.fast; n != nil {
 		if p.mayFail {
 			return p.evalFastSafe(row)
@@ -130,8 +164,16 @@ func (p *Program) Eval(row []core.Value) (core.Value, error) {
 	return p.evalVM(row)
 }
 
-// EvalBool evaluates a Bool expression (a filter condition).
+// EvalBool evaluates a Bool expression (a filter condition). A null result
+// is false: null is not true.
 func (p *Program) EvalBool(row []core.Value) (bool, error) {
+	if p.nullRefs != nil && p.hasNull(row) {
+		if p.typ != core.Bool {
+			return false, p.typeError(core.Bool)
+		}
+		v, err := p.evalVM(row)
+		return !v.IsNull() && v.Bool(), err
+	}
 	if n := p.fast; n != nil && n.k == kBool && !p.mayFail {
 		return n.b(row), nil
 	}
@@ -143,7 +185,11 @@ func (p *Program) EvalBool(row []core.Value) (bool, error) {
 }
 
 // EvalInt evaluates an Int64 or Timestamp expression (ns for timestamps).
+// A null result is an error (ErrNull).
 func (p *Program) EvalInt(row []core.Value) (int64, error) {
+	if p.nullRefs != nil && p.hasNull(row) {
+		return 0, p.nullError()
+	}
 	if n := p.fast; n != nil && n.i != nil && !p.mayFail {
 		return n.i(row), nil
 	}
@@ -155,7 +201,11 @@ func (p *Program) EvalInt(row []core.Value) (int64, error) {
 }
 
 // EvalFloat evaluates a Float64 or Int64 expression (converted to float64).
+// A null result is an error (ErrNull).
 func (p *Program) EvalFloat(row []core.Value) (float64, error) {
+	if p.nullRefs != nil && p.hasNull(row) {
+		return 0, p.nullError()
+	}
 	if n := p.fast; n != nil && n.k == kFloat && !p.mayFail {
 		return n.f(row), nil
 	}
@@ -167,6 +217,17 @@ func (p *Program) EvalFloat(row []core.Value) (float64, error) {
 		return float64(v.Int()), err
 	}
 	return 0, p.typeError(core.Float64)
+}
+
+// ErrNull is the cause of an error returned by EvalInt or EvalFloat over a
+// record whose result is null.
+var ErrNull = errors.New("null result")
+
+// nullError is EvalInt's and EvalFloat's error for a null result (or a
+// record with a null, which they do not evaluate: their callers need a
+// number).
+func (p *Program) nullError() error {
+	return &Error{Line: 1, Column: 1, Src: p.src, err: ErrNull, Msg: fmt.Sprintf("expression %q reads a null field", p.src)}
 }
 
 func (p *Program) typeError(want core.Type) error {
@@ -199,13 +260,24 @@ func (p *Program) evalFastSafe(row []core.Value) (v core.Value, err error) {
 // vm) from a pool. It allocates: fields are boxed into the env.
 func (p *Program) evalVM(row []core.Value) (core.Value, error) {
 	st := p.states.Get().(*vmState)
+	null := false
 	for _, r := range p.refs {
-		st.env[r.name] = box(r.typ, row[r.idx])
+		if v := row[r.idx]; r.nullable && v.IsNull() {
+			st.env[r.name], null = nil, true
+		} else {
+			st.env[r.name] = box(r.typ, v)
+		}
 	}
 	out, err := st.m.Run(p.vmProg, st.env)
 	p.states.Put(st)
 	if err != nil {
+		if null {
+			return core.Null(), nil // an operation on a null: null (see Eval)
+		}
 		return core.Value{}, fromExpr(p.src, err)
+	}
+	if out == nil && null {
+		return core.Null(), nil
 	}
 	v, ok := toValue(p.typ, out)
 	if !ok {
@@ -376,7 +448,7 @@ func fieldRefs(root ast.Node, s *core.Schema) []ref {
 	var refs []ref
 	for i, f := range s.Fields {
 		if all || used[i] {
-			refs = append(refs, ref{name: f.Name, idx: i, typ: f.Type})
+			refs = append(refs, ref{name: f.Name, idx: i, typ: f.Type, nullable: f.Nullable})
 		}
 	}
 	return refs

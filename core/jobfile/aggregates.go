@@ -46,8 +46,13 @@ func (f *File) aggregates(path string, ms yaml.MapSlice, in *core.Schema) ([]win
 		arg := strings.TrimSpace(m[2])
 		switch fn {
 		case window.Count:
-			if arg != "" {
-				return nil, f.errAt(p, "count takes no argument (use count_if(cond) to count matches)")
+			// count and count(*) count records; count(field) counts
+			// those where field is not null (SQL).
+			if arg != "" && arg != "*" {
+				if _, err := in.Lookup(arg); err != nil {
+					return nil, f.errAt(p, "count(%s): %v (count counts records; count(field) the records where field is not null; count_if(cond) the matches)", arg, err)
+				}
+				a.Field = arg
 			}
 		case window.CountIf:
 			if arg == "" {

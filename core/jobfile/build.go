@@ -300,6 +300,11 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventT
 	if err != nil {
 		return out, f.errAt("event_time.field", "%v", err)
 	}
+	if s.Fields[i].Nullable {
+		// A record's event time orders it and picks its windows; there is
+		// no null time to give it.
+		return out, f.errAt("event_time.field", "field %q is nullable; event time cannot be null (give the column a default: instead, or leave it not nullable so that a missing value is a malformed record)", et.Field)
+	}
 	switch t := s.Fields[i].Type; t {
 	case core.Timestamp:
 		if et.Unit != "" {

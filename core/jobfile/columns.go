@@ -128,9 +128,49 @@ func (f *File) columns(path string, ms yaml.MapSlice, allowed ...string) ([]Colu
 			return nil, f.errAt(c.At, "%v", err)
 		}
 		c.Field = core.Field{Name: name, Type: t}
+		if err := f.missingValue(&c); err != nil {
+			return nil, err
+		}
 		cs = append(cs, c)
 	}
 	return cs, nil
+}
+
+// nullKeys are the long-form keys that say what a missing value is; a
+// source that reads missing values (CSV empty fields, JSON null or absent
+// members) passes them to columns.
+var nullKeys = []string{"nullable", "default"}
+
+// missingValue checks c's nullable: and default: and sets its Field's
+// Nullable and Default: the two exclude each other (a default leaves
+// nothing missing), and a default must parse as the column's type
+// (core.ParseValue of its text: 0 and "0" both suit an int64).
+func (f *File) missingValue(c *Column) error {
+	if !c.Set["default"] {
+		c.Field.Nullable = c.Nullable
+		return nil
+	}
+	at := c.At + ".default"
+	if c.Set["nullable"] && c.Nullable {
+		return f.errAt(at, "nullable: true and default: exclude each other (a missing value is either null or the default)")
+	}
+	var text string
+	switch d := c.Default.(type) {
+	case nil:
+		return f.errAt(at, "default is null; to read missing values as null write nullable: true")
+	case string:
+		text = d
+	case bool, int, int64, uint64, float64:
+		text = fmt.Sprint(d)
+	default:
+		return f.errAt(at, "default must be a single value of the column's type (%s), not %T", c.Type, d)
+	}
+	v, err := core.ParseValue(c.Type, text)
+	if err != nil {
+		return f.errAt(at, "default: %v", err)
+	}
+	c.Field.Default = &v
+	return nil
 }
 
 // fields decodes column entries that take the short form only: name: type.

@@ -21,8 +21,8 @@ func TestColumnLongForm(t *testing.T) {
 		t.Fatalf("schema %v", got)
 	}
 	for _, c := range []struct{ entry, want string }{
-		{"      v: {type: int64, colour: red}\n", `job.yaml:6:32: source.csv.columns.v.colour: unknown key "colour" (expected type)`},
-		{"      v: {type: int64, nullable: true}\n", "job.yaml:6:34: source.csv.columns.v.nullable: nullable does not apply here"},
+		{"      v: {type: int64, colour: red}\n", `job.yaml:6:32: source.csv.columns.v.colour: unknown key "colour" (expected type`},
+		{"      v: {type: int64, path: a.b}\n", "job.yaml:6:30: source.csv.columns.v.path: path does not apply here"},
 		{"      v: {format: x}\n", "job.yaml:6:19: source.csv.columns.v.format: format does not apply here"},
 		{"      v: {}\n", `job.yaml:6:7: source.csv.columns.v: column "v"`},
 		{"      v: {type: [int64]}\n", "job.yaml:6:11: source.csv.columns.v.type: type must be a type name"},

@@ -79,10 +79,10 @@ func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.Map
 		}
 		opts.Delimiter = r[0]
 	}
-	fs, err := f.fields(path+".columns", cols)
+	cs, err := f.columns(path+".columns", cols, nullKeys...)
 	if err != nil {
 		return opts, err
 	}
-	opts.Columns = fs
+	opts.Columns = schemaFields(cs)
 	return opts, nil
 }

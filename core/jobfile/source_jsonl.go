@@ -87,7 +87,7 @@ func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.Map
 		}
 		o.Explode = explode
 	}
-	cs, err := b.f.columns(b.path+".fields", fields, "path")
+	cs, err := b.f.columns(b.path+".fields", fields, append([]string{"path"}, nullKeys...)...)
 	if err != nil {
 		return o, err
 	}

@@ -76,7 +76,7 @@ func LookupCSV(name string, opts LookupCSVOptions, in *core.Schema, errs *core.E
 		Name: name,
 		Out:  out,
 		New: func(env core.Env) (core.Operator, error) {
-			return &csvLookup{name: name, in: in, t: t, key: key, keyType: in.Fields[key].Type,
+			return &csvLookup{name: name, in: in, t: t, key: key, keyType: in.Fields[key].Type, keyNull: in.Fields[key].Nullable,
 				miss: onMiss, errs: policy(errs, env), stats: st}, nil
 		},
 		Stats: func() map[string]int64 {
@@ -182,6 +182,7 @@ type csvLookup struct {
 	t       *table
 	key     int
 	keyType core.Type
+	keyNull bool // the key field is Nullable: a null key matches nothing
 	miss    miss
 	errs    *core.ErrorPolicy
 	stats   *lookupStats
@@ -202,7 +203,10 @@ func (l *csvLookup) Process(in *core.Batch, out *core.Emitter) error {
 		row := vals[i*w : (i+1)*w : (i+1)*w]
 		var add []core.Value
 		var ok bool
-		if k, inBuf := keyText(l.keyType, row[l.key], &l.buf); inBuf {
+		null := l.keyNull && row[l.key].IsNull()
+		if null {
+			// A null key matches nothing (SQL: NULL = x is not true).
+		} else if k, inBuf := keyText(l.keyType, row[l.key], &l.buf); inBuf {
 			add, ok = l.t.rows[string(l.buf)]
 		} else {
 			add, ok = l.t.rows[k]
@@ -215,8 +219,11 @@ func (l *csvLookup) Process(in *core.Batch, out *core.Emitter) error {
 			case missDrop:
 				continue
 			case missError:
-				key := core.AppendText(nil, l.keyType, row[l.key])
-				if err := bad(l.errs, l.name, in, i, fmt.Errorf("%w: %s=%q", errNotFound, l.in.Fields[l.key].Name, key)); err != nil {
+				reason := fmt.Errorf("%w: %s=%q", errNotFound, l.in.Fields[l.key].Name, core.AppendText(nil, l.keyType, row[l.key]))
+				if null {
+					reason = fmt.Errorf("%w: %s is null", errNotFound, l.in.Fields[l.key].Name)
+				}
+				if err := bad(l.errs, l.name, in, i, reason); err != nil {
 					l.stats.hits.Add(hits)
 					l.stats.misses.Add(misses)
 					return err

@@ -186,7 +186,7 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 				return nil, fmt.Errorf("lookup_http %s: %w", name, err)
 			}
 			return &httpLookup{name: name, in: in, s: s, cache: cache, client: client,
-				keyType: in.Fields[s.key].Type, errs: policy(errs, env), slot: make(map[string]int32)}, nil
+				keyType: in.Fields[s.key].Type, keyNull: in.Fields[s.key].Nullable, errs: policy(errs, env), slot: make(map[string]int32)}, nil
 		},
 		Stats: s.statsMap,
 	}, nil
@@ -500,6 +500,7 @@ type httpLookup struct {
 	cache   *ristretto.Cache[string, *httpEntry]
 	client  *http.Client
 	keyType core.Type
+	keyNull bool // the key field is Nullable: a null key matches nothing and is not fetched
 	errs    *core.ErrorPolicy
 	done    bool
 
@@ -531,6 +532,10 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 	l.keys, l.ents, l.fails, l.cached = l.keys[:0], l.ents[:0], l.fails[:0], l.cached[:0]
 	l.recSlot, l.fetch = l.recSlot[:0], l.fetch[:0]
 	for i := 0; i < in.Len; i++ {
+		if l.keyNull && vals[i*w+l.s.key].IsNull() {
+			l.recSlot = append(l.recSlot, -1) // matches nothing: a miss
+			continue
+		}
 		k, inBuf := keyText(l.keyType, vals[i*w+l.s.key], &l.buf)
 		var j int32
 		var seen bool
@@ -563,6 +568,21 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 		l.s.misses.Add(misses)
 	}()
 	for i, j := range l.recSlot {
+		if j < 0 {
+			misses++
+			switch l.s.miss {
+			case missDrop:
+				continue
+			case missError:
+				if err := bad(l.errs, l.name, in, i, fmt.Errorf("%w: %s is null", errNotFound, l.s.opts.Key)); err != nil {
+					return err
+				}
+				continue
+			}
+			o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
+			copy(o, vals[i*w:(i+1)*w])
+			continue
+		}
 		if l.cached[j] {
 			hits++
 		} else {

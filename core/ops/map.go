@@ -67,7 +67,7 @@ func Map(name string, fields []MapField, keepInput bool, in *core.Schema, errs *
 			return core.OperatorDef{}, fmt.Errorf("map %s: field %q: the expression was compiled against another schema", name, mf.Name)
 		}
 		progs[k], names[k] = p, mf.Name
-		f := core.Field{Name: mf.Name, Type: p.Type()}
+		f := core.Field{Name: mf.Name, Type: p.Type(), Nullable: p.Nullable()}
 		if i := in.Index(mf.Name); keepInput && i >= 0 {
 			outFields[i], dst[k] = f, i
 		} else {

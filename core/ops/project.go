@@ -53,7 +53,7 @@ func ProjectColumns(name string, cols []Column, in *core.Schema) (core.OperatorD
 		if as == "" {
 			as = c.From
 		}
-		src[k], outFields[k] = i, core.Field{Name: as, Type: in.Fields[i].Type}
+		src[k], outFields[k] = i, core.Field{Name: as, Type: in.Fields[i].Type, Nullable: in.Fields[i].Nullable}
 	}
 	out, err := core.NewSchema(outFields...)
 	if err != nil {

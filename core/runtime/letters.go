@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"container/heap"
 	"sync"
 	"sync/atomic"
@@ -86,16 +85,17 @@ func (q *letterQueue) flush(done uint64) error {
 	return nil
 }
 
-// letterHeap orders letters by position, then by sequence number, then
-// by their bytes. Records that share a position (the elements of an
-// exploded JSON array, the values of a one-line array: one line) may be
-// split over channels, and which channel gets which, its progress (tag)
-// and the arrival order depend on the channel count; their sequence
-// numbers do not, and keep input order. A line is written only once the
-// merger has emitted its tag ≥ its seq, so every letter of a lower seq at
-// that position has arrived by then. Letters without a sequence number
-// (an error while a window fires) are ordered by their bytes, which do not
-// depend on the channel count either.
+// letterHeap orders letters by position, then sequence number, then tag,
+// then arrival. Records that share a position (the elements of an exploded
+// JSON array, the values of a one-line array: one line) may be split over
+// channels, and which channel gets which, its progress (tag) and the
+// arrival order depend on the channel count; their sequence numbers do
+// not, and keep input order. A line is written only once the merger has
+// emitted its tag ≥ its seq, so every channel letter of a lower seq at
+// that position has arrived by then. A source worker's letters have no
+// sequence number (their records never reached a splitter): a line is one
+// worker's, which hands its letters over in input order, so tag and
+// arrival keep that order, as the single source stage writes them.
 type letterHeap []letter
 
 func (h letterHeap) Len() int { return len(h) }
@@ -107,8 +107,8 @@ func (h letterHeap) Less(i, j int) bool {
 	if a.seq != b.seq {
 		return a.seq < b.seq
 	}
-	if c := bytes.Compare(a.line, b.line); c != 0 {
-		return c < 0
+	if a.tag != b.tag {
+		return a.tag < b.tag
 	}
 	return a.n < b.n
 }

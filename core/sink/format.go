@@ -38,13 +38,15 @@ func jsonFormatOf() format { return &jsonFormat{} }
 // csvFormat writes RFC 4180 CSV with "\n" line ends: a field is quoted only
 // when it holds the delimiter, a quote, CR or LF (quotes doubled inside).
 // A record of one empty field is written as "" so that it does not read
-// back as an empty line, which CSV readers skip.
+// back as an empty line, which CSV readers skip. A null is an empty field
+// (as DuckDB and PostgreSQL write it), "" for a record of one field.
 type csvFormat struct {
-	opts   CSVOptions
-	delim  string
-	ascii  byte // the delimiter, when it is one byte
-	types  []core.Type
-	numeri bool // the delimiter can occur in a formatted non-string value
+	opts     CSVOptions
+	delim    string
+	ascii    byte // the delimiter, when it is one byte
+	types    []core.Type
+	nullable []bool // the field may hold core.Null
+	numeri   bool   // the delimiter can occur in a formatted non-string value
 	// The last timestamp formatted in each column and its text: rows in
 	// time order repeat timestamps (window bounds), and formatting one
 	// costs more than the rest of a row.
@@ -67,9 +69,10 @@ func (c *csvFormat) open(dst []byte, s *core.Schema) ([]byte, error) {
 	// Numbers, timestamps and bools are made of ASCII letters, digits and
 	// these signs; any other delimiter never needs checking for in them.
 	c.numeri = d < utf8.RuneSelf && (d >= '0' && d <= '9' || d|0x20 >= 'a' && d|0x20 <= 'z' || strings.ContainsRune("+-.:", d))
-	c.types = c.types[:0]
+	c.types, c.nullable = c.types[:0], c.nullable[:0]
 	for _, f := range s.Fields {
 		c.types = append(c.types, f.Type)
+		c.nullable = append(c.nullable, f.Nullable)
 	}
 	c.tsLast = make([]int64, len(s.Fields))
 	c.tsText = make([][]byte, len(s.Fields))
@@ -130,6 +133,9 @@ func (c *csvFormat) batch(dst []byte, b *core.Batch) []byte {
 			if j > 0 {
 				dst = append(dst, c.delim...)
 			}
+			if c.nullable[j] && row[j].IsNull() {
+				continue
+			}
 			if t == core.String {
 				dst = c.field(dst, row[j].Str())
 				continue
@@ -164,14 +170,15 @@ func (c *csvFormat) batch(dst []byte, b *core.Batch) []byte {
 // jsonFormat writes one JSON object per record, members in schema order:
 // strings escaped per RFC 8259 (invalid UTF-8 as U+FFFD, U+2028 and U+2029
 // escaped for JavaScript), non-finite floats as null, timestamps as RFC
-// 3339 strings.
+// 3339 strings, nulls as null.
 type jsonFormat struct {
-	types  []core.Type
-	prefix [][]byte // `{"name":` for the first member, `,"name":` after
+	types    []core.Type
+	nullable []bool   // the field may hold core.Null
+	prefix   [][]byte // `{"name":` for the first member, `,"name":` after
 }
 
 func (j *jsonFormat) open(dst []byte, s *core.Schema) ([]byte, error) {
-	j.types, j.prefix = j.types[:0], j.prefix[:0]
+	j.types, j.prefix, j.nullable = j.types[:0], j.prefix[:0], j.nullable[:0]
 	for i, f := range s.Fields {
 		p := []byte{','}
 		if i == 0 {
@@ -180,6 +187,7 @@ func (j *jsonFormat) open(dst []byte, s *core.Schema) ([]byte, error) {
 		p = appendJSONString(p, f.Name)
 		j.prefix = append(j.prefix, append(p, ':'))
 		j.types = append(j.types, f.Type)
+		j.nullable = append(j.nullable, f.Nullable)
 	}
 	return dst, nil
 }
@@ -194,6 +202,10 @@ func (j *jsonFormat) batch(dst []byte, b *core.Batch) []byte {
 		for k, t := range j.types {
 			dst = append(dst, j.prefix[k]...)
 			v := row[k]
+			if j.nullable[k] && v.IsNull() {
+				dst = append(dst, "null"...)
+				continue
+			}
 			switch t {
 			case core.String:
 				dst = appendJSONString(dst, v.Str())

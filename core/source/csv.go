@@ -62,6 +62,12 @@ type CSVOptions struct {
 // input: no header"); a header alone gives zero records. String fields of
 // up to 64 Ki distinct values per column are interned.
 //
+// Missing values: an empty field (unquoted, or quoted "": encoding/csv
+// does not tell them apart) of a Nullable column is core.Null, and of a
+// column with a Default is that value; this holds for String columns too,
+// so a String column that should keep "" is neither. An empty field of any
+// other non-String column is malformed as before.
+//
 // CSV reads the header before it returns, so it blocks while the input
 // does.
 //
@@ -160,6 +166,22 @@ type csvColumn struct {
 	typ  core.Type
 	idx  int // field index in the record
 	str  *interner
+	// onEmpty says an empty field takes empty (core.Null for a Nullable
+	// column, else its Default) instead of being parsed.
+	onEmpty bool
+	empty   core.Value
+}
+
+// csvCol is the csvColumn of field f at record index i.
+func csvCol(f core.Field, i int) csvColumn {
+	c := csvColumn{name: f.Name, typ: f.Type, idx: i}
+	switch {
+	case f.Nullable:
+		c.onEmpty, c.empty = true, core.Null()
+	case f.Default != nil:
+		c.onEmpty, c.empty = true, *f.Default
+	}
+	return c
 }
 
 // csvReader reads records with encoding/csv and converts the selected
@@ -203,7 +225,7 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 			return nil, fmt.Errorf("csv source %s: no header and no columns: the columns must be named", input)
 		}
 		for i, f := range fields {
-			c.cols = append(c.cols, csvColumn{name: f.Name, typ: f.Type, idx: i})
+			c.cols = append(c.cols, csvCol(f, i))
 		}
 		c.want = len(fields)
 	} else {
@@ -227,7 +249,7 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 				if i < 0 {
 					return nil, fmt.Errorf("csv source %s: no column %q in the header (columns: %s)", input, f.Name, strings.Join(header, ", "))
 				}
-				c.cols = append(c.cols, csvColumn{name: f.Name, typ: f.Type, idx: i})
+				c.cols = append(c.cols, csvCol(f, i))
 			}
 		}
 	}
@@ -334,6 +356,10 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 	for j := range c.cols {
 		col := &c.cols[j]
 		s := rec[col.idx]
+		if col.onEmpty && s == "" {
+			row[j] = col.empty
+			continue
+		}
 		if col.typ == core.String {
 			row[j] = core.StringValue(col.str.str(s))
 			continue

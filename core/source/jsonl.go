@@ -676,7 +676,7 @@ func (j *jsonlReader) record(t *pnode, row []core.Value, whole bool) error {
 	}
 	for _, f := range t.fields {
 		if j.state[f] != fieldSet {
-			if err := j.absent(f); err != nil {
+			if err := j.absent(f, row); err != nil {
 				return err
 			}
 		}
@@ -687,10 +687,20 @@ func (j *jsonlReader) record(t *pnode, row []core.Value, whole bool) error {
 // absent decides what a field without a value becomes: the one place
 // where "missing" (no value at its path, or a value on the way that is not
 // the object or array the path needs) and "null" (JSON null at its path or
-// on the way) are told apart. Both make the record malformed today (core
-// has no null); nullable fields will take them here.
-func (j *jsonlReader) absent(f int) error {
-	name := j.schema.Fields[f].Name
+// on the way) are told apart. A Nullable field takes core.Null for either,
+// a field with a Default its default; for any other field both make the
+// record malformed (a silent zero would corrupt sums and keys).
+func (j *jsonlReader) absent(f int, row []core.Value) error {
+	fd := &j.schema.Fields[f]
+	switch {
+	case fd.Nullable:
+		row[f] = core.Null()
+		return nil
+	case fd.Default != nil:
+		row[f] = *fd.Default
+		return nil
+	}
+	name := fd.Name
 	switch j.state[f] {
 	case fieldNull:
 		return fmt.Errorf("field %q is null", name)

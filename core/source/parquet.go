@@ -30,8 +30,16 @@ import (
 // UTC); DOUBLE and FLOAT → Float64; BYTE_ARRAY (STRING, ENUM, JSON or
 // plain bytes) → String; BOOLEAN → Bool. Other types (DECIMAL, INT96,
 // FIXED_LEN_BYTE_ARRAY, TIME, nested or repeated fields) are rejected by
-// the constructor. A null in an optional column is a malformed record
-// (core has no null): it goes to the ErrorPolicy with the row and field.
+// the constructor.
+//
+// Nulls: an optional column is a Nullable field, and its nulls are
+// core.Null, unless the file's statistics show that it holds none (every
+// row group's chunk gives statistics with a null count of 0): then the
+// field is not Nullable, so that the many writers that mark every column
+// optional (pyarrow, Spark) do not cost complete files the fast paths for
+// non-nullable fields. A required column is never Nullable. A null met in
+// a column that is not Nullable (statistics that lied) is a malformed
+// record: it goes to the ErrorPolicy with the row and field.
 //
 // Pos is the 1-based row number in the file. A ParquetSource is used by
 // one goroutine.
@@ -65,8 +73,9 @@ type pqCursor struct {
 // newCursor makes a cursor with fresh column decoders.
 func (s *ParquetSource) newCursor() *pqCursor {
 	cur := &pqCursor{null: make([]int, core.BatchSize), errs: s.errs}
-	for _, c := range s.columns {
+	for i, c := range s.columns {
 		pc, _ := newPQColumn(c) // checked when the source was opened
+		pc.nullable = s.schema.Fields[i].Nullable
 		cur.cols = append(cur.cols, pc)
 	}
 	return cur
@@ -140,7 +149,7 @@ func openParquet(path string, f *os.File, columns []string, errs *core.ErrorPoli
 			return nil, fmt.Errorf("parquet source %s: %w (columns: %s)", path, err, strings.Join(names, ", "))
 		}
 		s.columns = append(s.columns, c)
-		fields = append(fields, core.Field{Name: name, Type: pc.out})
+		fields = append(fields, core.Field{Name: name, Type: pc.out, Nullable: c.Optional() && mayHoldNulls(pf, c.Index())})
 	}
 	s.schema, err = core.NewSchema(fields...)
 	if err != nil {
@@ -156,6 +165,22 @@ func openParquet(path string, f *os.File, columns []string, errs *core.ErrorPoli
 	}
 	s.cur = s.newCursor()
 	return s, nil
+}
+
+// mayHoldNulls says whether column chunk leaf of some row group of pf may
+// hold a null: its statistics give a null count above 0, or give nothing
+// (a writer need not write them; absent statistics decode as all zero).
+func mayHoldNulls(pf *parquet.File, leaf int) bool {
+	for _, rg := range pf.Metadata().RowGroups {
+		if leaf >= len(rg.Columns) {
+			return true
+		}
+		st := &rg.Columns[leaf].MetaData.Statistics
+		if st.NullCount > 0 || st.MinValue == nil && st.MaxValue == nil && st.Min == nil && st.Max == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Schema is the schema of the selected columns.
@@ -353,6 +378,7 @@ type pqColumn struct {
 	out      core.Type // core type
 	scale    int64     // integer multiplier: timestamp unit or days → ns
 	unsigned bool      // INT32 holds a uint32
+	nullable bool      // a null is core.Null, not a malformed record
 	str      *interner
 
 	pages parquet.Pages
@@ -666,7 +692,9 @@ func (c *pqColumn) fill(vals []core.Value, w, ci, r0, k int, null []int) (bool, 
 			}
 			for i, v := range buf {
 				cv, ok := c.convert(v)
-				if !ok {
+				if !ok && c.nullable {
+					cv = core.Null()
+				} else if !ok {
 					if null[r0+i] == 0 {
 						null[r0+i] = ci + 1
 					}

@@ -73,7 +73,9 @@ type Agg struct {
 	// Name is the output field's name.
 	Name string
 	Func Func
-	// Field is the input field for sum, min, max and avg.
+	// Field is the input field for sum, min, max and avg, and for count
+	// of a field (count(field): the records where it is not null; count
+	// without a field counts records).
 	Field string
 	// If is the condition of count_if.
 	If Predicate
@@ -123,6 +125,9 @@ func (k keyedAgg) describe(specs []Agg) string {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%s %s", n, k.key.types[j])
+		if k.key.nullable[j] {
+			b.WriteString(" null")
+		}
 	}
 	b.WriteString(") aggregates=(")
 	for j, a := range specs {
@@ -137,6 +142,9 @@ func (k keyedAgg) describe(specs []Agg) string {
 			}
 		case a.Field != "":
 			fmt.Fprintf(&b, "%s %s", a.Field, k.aggs[j].in)
+			if k.aggs[j].nullable {
+				b.WriteString(" null")
+			}
 		}
 		b.WriteString(")")
 	}
@@ -154,6 +162,11 @@ type bound struct {
 	pred  Predicate
 	name  string // the output field
 	arg   string // the input field, if any
+	// nullable says the input field may be core.Null: add skips nulls
+	// (SQL), and the result over no non-null input is core.Null (count:
+	// 0). The op is then opOther, so aggregates of fields that are not
+	// Nullable keep their inlined cases without a check.
+	nullable bool
 }
 
 func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
@@ -164,6 +177,13 @@ func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
 		switch a.Func {
 		case Count:
 			b.out = core.Int64
+			if a.Field != "" {
+				f, err := in.Lookup(a.Field)
+				if err != nil {
+					return nil, nil, fmt.Errorf("aggregate %q: %w", a.Name, err)
+				}
+				b.field, b.in, b.nullable = f, in.Fields[f].Type, in.Fields[f].Nullable
+			}
 		case CountIf:
 			if a.If == nil {
 				return nil, nil, fmt.Errorf("aggregate %q: count_if needs a condition", a.Name)
@@ -174,7 +194,7 @@ func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("aggregate %q: %w", a.Name, err)
 			}
-			b.field, b.in = f, in.Fields[f].Type
+			b.field, b.in, b.nullable = f, in.Fields[f].Type, in.Fields[f].Nullable
 			switch {
 			case b.in == core.Int64 || b.in == core.Float64:
 			case b.in == core.Timestamp && (a.Func == Min || a.Func == Max):
@@ -189,8 +209,11 @@ func bind(aggs []Agg, in *core.Schema) ([]bound, []core.Field, error) {
 			return nil, nil, fmt.Errorf("aggregate %q: no function", a.Name)
 		}
 		b.op = opOf(b.fn, b.in)
+		if b.nullable {
+			b.op = opOther
+		}
 		bs[i] = b
-		fields[i] = core.Field{Name: a.Name, Type: b.out}
+		fields[i] = core.Field{Name: a.Name, Type: b.out, Nullable: b.nullable && a.Func != Count}
 	}
 	return bs, fields, nil
 }
@@ -361,6 +384,9 @@ func addAll(aggs []bound, accs []acc, row []core.Value) (int, error) {
 }
 
 func (b *bound) add(a *acc, row []core.Value) error {
+	if b.nullable && row[b.field].IsNull() {
+		return nil
+	}
 	switch b.fn {
 	case Count:
 		a.n++
@@ -437,6 +463,9 @@ func (b *bound) merge(dst, src *acc) {
 }
 
 func (b *bound) result(a *acc) core.Value {
+	if b.nullable && a.n == 0 && b.fn != Count {
+		return core.Null()
+	}
 	switch b.fn {
 	case Count:
 		return core.IntValue(a.n)

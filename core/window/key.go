@@ -3,6 +3,7 @@ package window
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	"streamd/core"
@@ -19,6 +20,12 @@ type keyDef struct {
 	idx   []int
 	types []core.Type
 	names []string
+	// nullable[j] says key field j may be core.Null: null is a key of its
+	// own (SQL's GROUP BY), sorted after every other value (NULLS LAST);
+	// anyNull says some field is. Keys without nullable fields take the
+	// paths that never check.
+	nullable []bool
+	anyNull  bool
 }
 
 func bindKey(names []string, in *core.Schema) (keyDef, error) {
@@ -36,6 +43,8 @@ func bindKey(names []string, in *core.Schema) (keyDef, error) {
 		}
 		k.idx = append(k.idx, i)
 		k.types = append(k.types, in.Fields[i].Type)
+		k.nullable = append(k.nullable, in.Fields[i].Nullable)
+		k.anyNull = k.anyNull || in.Fields[i].Nullable
 	}
 	return k, nil
 }
@@ -62,8 +71,12 @@ func (k *keyDef) of(row []core.Value) (t tuple) {
 // prefix returns a sort key of t's first field in two words that order
 // as compare does as far as they go (equal words: compare decides): a
 // string's first 16 bytes, big-endian; an integer, timestamp or bool as a
-// signed number; nothing for a float.
+// signed number; nothing for a float. A null is all ones in both words
+// (with lo 1 for an integer), after every non-null prefix: nulls last.
 func (k *keyDef) prefix(t *tuple) (hi, lo uint64) {
+	if k.nullable[0] && t[0].IsNull() {
+		return math.MaxUint64, math.MaxUint64
+	}
 	switch k.types[0] {
 	case core.String:
 		var b [16]byte
@@ -87,6 +100,14 @@ func (k *keyDef) equal(a, b *tuple) bool {
 }
 
 func (k *keyDef) compare(a, b *tuple) int {
+	if k.anyNull {
+		for j, typ := range k.types {
+			if c := core.CompareNullable(typ, a[j], b[j]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
 	for j, typ := range k.types {
 		if c := core.Compare(typ, a[j], b[j]); c != 0 {
 			return c
@@ -98,7 +119,7 @@ func (k *keyDef) compare(a, b *tuple) int {
 func (k *keyDef) fields() []core.Field {
 	fs := make([]core.Field, len(k.idx))
 	for j := range k.idx {
-		fs[j] = core.Field{Name: k.names[j], Type: k.types[j]}
+		fs[j] = core.Field{Name: k.names[j], Type: k.types[j], Nullable: k.nullable[j]}
 	}
 	return fs
 }

@@ -28,7 +28,11 @@ import (
 // The key count is fixed-width so that a group is written in one pass
 // over its keys (the count is filled in after them).
 // A key value is a varint for int64, timestamp and bool, 8 bytes LE for a
-// float64, and a length-prefixed string.
+// float64, and a length-prefixed string; a Nullable key field's value is
+// preceded by one byte, 1 for null (and nothing follows) or 0. Keys of
+// fields that are not Nullable have no such byte, so checkpoints of jobs
+// without nullable keys keep their format (and the state description
+// names nullable key fields, so neither kind restores into the other).
 
 var errShort = errors.New("window snapshot: truncated")
 
@@ -260,6 +264,13 @@ func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 func (k *keyDef) appendKey(dst []byte, t *tuple) []byte {
 	for j, typ := range k.types {
 		v := t[j]
+		if k.nullable[j] {
+			if v.IsNull() {
+				dst = append(dst, 1)
+				continue
+			}
+			dst = append(dst, 0)
+		}
 		switch typ {
 		case core.String:
 			dst = binary.AppendUvarint(dst, uint64(len(v.Str())))
@@ -275,6 +286,10 @@ func (k *keyDef) appendKey(dst []byte, t *tuple) []byte {
 
 func (k *keyDef) readKey(d *decoder) (t tuple) {
 	for j, typ := range k.types {
+		if k.nullable[j] && d.u8() == 1 {
+			t[j] = core.Null()
+			continue
+		}
 		switch typ {
 		case core.String:
 			t[j] = core.StringValue(d.str())
@@ -293,6 +308,19 @@ func (k *keyDef) readKey(d *decoder) (t tuple) {
 type decoder struct {
 	b   []byte
 	err error
+}
+
+func (d *decoder) u8() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.err = errShort
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
 }
 
 func (d *decoder) uvarint() uint64 {

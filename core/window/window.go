@@ -110,7 +110,11 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 			return c
 		}
 		for j, t := range key.types {
-			if c := core.Compare(t, a[2+j], b[2+j]); c != 0 {
+			if key.nullable[j] {
+				if c := core.CompareNullable(t, a[2+j], b[2+j]); c != 0 {
+					return c
+				}
+			} else if c := core.Compare(t, a[2+j], b[2+j]); c != 0 {
 				return c
 			}
 		}
