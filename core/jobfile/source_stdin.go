@@ -15,9 +15,12 @@ type StdinSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	// TimeZone is the zone of timestamps without an offset, for fields
+	// that give no time_zone: of their own ("" = UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
 }
 
-// stdin: {format, header, delimiter, fields} reads CSV or JSON lines from
+// stdin: {format, header, delimiter, fields, time_zone} reads CSV or JSON lines from
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
 func init() {
@@ -27,11 +30,11 @@ func init() {
 func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 	switch in.Format {
 	case "csv":
-		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields)
+		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields, in.TimeZone)
 		if err != nil {
 			return nil, err
 		}
-		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}
+		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times}
 		if b.validate {
 			// validate must not read standard input: with fields the
 			// columns are known; without, they are the header's (without
@@ -50,14 +53,19 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		}
 		return s, nil
 	case "jsonl":
-		fs, err := b.f.fields(b.path+".fields", in.Fields)
+		cs, err := b.f.columns(b.path+".fields", in.Fields, timeKeys...)
+		if err != nil {
+			return nil, err
+		}
+		fs := schemaFields(cs)
+		times, err := b.f.timeFormats(cs, in.TimeZone, b.path+".time_zone")
 		if err != nil {
 			return nil, err
 		}
 		if len(fs) == 0 {
 			return nil, b.errAt("", "missing fields (name: type)")
 		}
-		so := source.StdinOptions{Columns: fs}
+		so := source.StdinOptions{Columns: fs, Times: times}
 		if b.validate {
 			so.Reader = strings.NewReader("") // validate reads nothing
 		}

@@ -14,6 +14,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/internal/bom"
+	"streamd/core/timeparse"
 )
 
 // JSONL returns a source of JSON Lines: one JSON object per line, read from
@@ -43,17 +44,17 @@ import (
 // once at open (one SIMD pass, see docs/PERFORMANCE.md), so each block
 // knows its first line. A reader given in place of the file (stdin) is
 // read with Next only (Blocks is then not offered).
-func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
-	return jsonlSource(path, fields, reader, errs, splitSize)
+func JSONL(path string, fields []core.Field, times TimeFormats, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
+	return jsonlSource(path, fields, times, reader, errs, splitSize)
 }
 
 // jsonlSource is JSONL with the block size in bytes (tests make it small).
-func jsonlSource(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
+func jsonlSource(path string, fields []core.Field, times TimeFormats, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
 	name, in, closer, err := openInput("jsonl", path, reader)
 	if err != nil {
 		return nil, err
 	}
-	r, err := newJSONLReader(name, in, fields, errs)
+	r, err := newJSONLReader(name, in, fields, times, errs)
 	if err != nil {
 		if closer != nil {
 			closer.Close()
@@ -90,8 +91,9 @@ type jsonlReader struct {
 	in     *bufio.Reader
 	schema *core.Schema
 	errs   *core.ErrorPolicy
-	index  map[string]int // field name → field index
-	str    []*interner    // per String field
+	index  map[string]int      // field name → field index
+	str    []*interner         // per String field
+	tp     []*timeparse.Parser // per Timestamp field
 	seen   []bool
 
 	lineNo int64
@@ -101,7 +103,7 @@ type jsonlReader struct {
 	scr    []byte // unescaped string scratch
 }
 
-func newJSONLReader(input string, in io.Reader, fields []core.Field, errs *core.ErrorPolicy) (*jsonlReader, error) {
+func newJSONLReader(input string, in io.Reader, fields []core.Field, times TimeFormats, errs *core.ErrorPolicy) (*jsonlReader, error) {
 	if len(fields) == 0 {
 		return nil, fmt.Errorf("jsonl source %s: no fields: the fields must be named and typed", input)
 	}
@@ -114,11 +116,15 @@ func newJSONLReader(input string, in io.Reader, fields []core.Field, errs *core.
 		br = bufio.NewReaderSize(in, 64<<10)
 	}
 	j := &jsonlReader{input: input, in: br, schema: schema, errs: policy(errs),
-		index: make(map[string]int, len(fields)), str: make([]*interner, len(fields)), seen: make([]bool, len(fields))}
+		index: make(map[string]int, len(fields)), str: make([]*interner, len(fields)), seen: make([]bool, len(fields)),
+		tp: make([]*timeparse.Parser, len(fields))}
 	for i, f := range fields {
 		j.index[f.Name] = i
-		if f.Type == core.String {
+		switch f.Type {
+		case core.String:
 			j.str[i] = newInterner()
+		case core.Timestamp:
+			j.tp[i] = times.parser(f.Name)
 		}
 	}
 	return j, nil
@@ -133,10 +139,15 @@ func (j *jsonlReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolic
 // its own, for a block reader; its input is set by reset.
 func (j *jsonlReader) clone() *jsonlReader {
 	d := &jsonlReader{input: j.input, schema: j.schema, errs: j.errs, index: j.index,
-		str: make([]*interner, len(j.str)), seen: make([]bool, len(j.seen))}
+		str: make([]*interner, len(j.str)), seen: make([]bool, len(j.seen)), tp: make([]*timeparse.Parser, len(j.tp))}
 	for i, in := range j.str {
 		if in != nil {
 			d.str[i] = newInterner()
+		}
+	}
+	for i, tp := range j.tp {
+		if tp != nil {
+			d.tp[i] = tp.Format().Parser()
 		}
 	}
 	return d
@@ -263,9 +274,9 @@ func (j *jsonlReader) field(col int, row []core.Value) error {
 			row[col] = core.StringValue(j.str[col].bytes(s))
 			return nil
 		case core.Timestamp:
-			// The string aliases the line buffer; ParseTime keeps no
+			// The string aliases the line buffer; Parse keeps no
 			// reference to it (its error quotes a copy).
-			ns, err := core.ParseTime(unsafe.String(unsafe.SliceData(s), len(s)))
+			ns, err := j.tp[col].Parse(unsafe.String(unsafe.SliceData(s), len(s)))
 			if err != nil {
 				return fmt.Errorf("field %q: %w", f.Name, err)
 			}
@@ -298,14 +309,17 @@ func (j *jsonlReader) field(col int, row []core.Value) error {
 			}
 			row[col] = core.FloatValue(x)
 			return nil
-		case core.Int64, core.Timestamp:
+		case core.Timestamp:
+			ns, err := j.tp[col].ParseNumber(s)
+			if err != nil {
+				return fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			row[col] = core.TimeValue(ns)
+			return nil
+		case core.Int64:
 			i, err := parseIntegral(s, integral)
 			if err != nil {
-				what := "an int64"
-				if f.Type == core.Timestamp {
-					what = "a timestamp (ns since the epoch)"
-				}
-				return fmt.Errorf("field %q: %s is not %s: %v", f.Name, num, what, err)
+				return fmt.Errorf("field %q: %s is not an int64: %v", f.Name, num, err)
 			}
 			row[col] = core.IntValue(i)
 			return nil

@@ -25,6 +25,8 @@ type StdinOptions struct {
 	// Columns types the fields: for csv as CSVOptions.Columns, for jsonl
 	// the object members to read (required).
 	Columns []core.Field
+	// Times says how Timestamp fields are written (as CSVOptions.Times).
+	Times TimeFormats
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -59,13 +61,13 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 	)
 	switch format {
 	case "csv":
-		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
+		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times}, errs)
 		if err != nil {
 			return nil, err
 		}
 		rr, schema = r, r.schema
 	case "jsonl":
-		r, err := newJSONLReader("stdin", rin, opts.Columns, errs)
+		r, err := newJSONLReader("stdin", rin, opts.Columns, opts.Times, errs)
 		if err != nil {
 			return nil, err
 		}
