@@ -190,10 +190,7 @@ func (p *Parser) Parse(s string) (int64, error) {
 		}
 		return ns, nil
 	case f.layout == "":
-		if ns, ok := isoFast(s, f.loc); ok {
-			return ns, nil
-		}
-		return defaultSlow(s, f.loc)
+		return parseDefault(s, f.loc)
 	}
 	if p.cached && string(p.last) == s {
 		return p.lastNS, nil
@@ -229,8 +226,11 @@ func (p *Parser) ParseNumber(s string) (int64, error) {
 		return i, nil
 	}
 	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x != math.Trunc(x) || x < -(1<<63) || x >= 1<<63 {
-		return 0, fmt.Errorf("%s is not a timestamp (ns since the epoch, an integer)", s)
+	switch {
+	case err == nil && x != math.Trunc(x):
+		return 0, fmt.Errorf("%s is not a timestamp (ns since the epoch): not integral (give unit: s, ms or us for numbers in other units)", s)
+	case err != nil || x < -(1<<63) || x >= 1<<63:
+		return 0, fmt.Errorf("%s is not a timestamp (ns since the epoch): out of range", s)
 	}
 	return int64(x), nil
 }
@@ -398,6 +398,19 @@ func DaysFromCivil(y, m, d int) int64 {
 	doy := (153*mp+2)/5 + d - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return int64(era)*146097 + int64(doe) - 719468
+}
+
+// ParseDefault reads a value in one of the default forms (RFC 3339,
+// "2006-01-02 15:04:05" with optional fraction, "2006-01-02T15:04:05", a
+// date, ns since the epoch); values without an offset are UTC. It
+// allocates only for its error.
+func ParseDefault(s string) (int64, error) { return parseDefault(s, time.UTC) }
+
+func parseDefault(s string, loc *time.Location) (int64, error) {
+	if ns, ok := isoFast(s, loc); ok {
+		return ns, nil
+	}
+	return defaultSlow(s, loc)
 }
 
 var defaultLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}

@@ -25,7 +25,7 @@ type Spec struct {
 	// Calendar, if set, cuts windows by the calendar of a time zone
 	// (days, weeks, months, quarters, years) instead of by Size and Slide.
 	Calendar *Calendar
-	Aggs        []Agg
+	Aggs     []Agg
 	// LateToDeadLetter sends late records to the dead-letter file; otherwise
 	// they are dropped. Both are counted (ErrorPolicy.Late).
 	LateToDeadLetter bool
