@@ -229,15 +229,14 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			continue
 		}
 		// The record's pane, and the last window containing it.
-		start := w.g.pane(t)
-		lastEnd := w.g.lastEnd(start)
+		start, next, lastEnd := w.g.pane(t)
 		if lastEnd-1 <= w.wm { // every window of the pane has fired
 			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
 				return err
 			}
 			continue
 		}
-		if w.g.next(start)-1 <= w.wm { // its first windows have fired, not all
+		if next-1 <= w.wm { // its first windows have fired, not all
 			w.env.Errors.PartlyLateRecord()
 		}
 		h := in.Hash[i]
