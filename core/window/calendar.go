@@ -41,9 +41,9 @@ func (p Period) String() string {
 // quarters). Other pairs (1mo/1d, 1d over hours) are refused: their
 // number of panes is not fixed.
 //
-// Start and end are the instants where the local periods begin; on the
-// rare zone whose clocks change at midnight, a day starts at the first
-// local instant of the date.
+// Start and end are the instants where the local periods begin: local
+// midnight, or, on a day whose clocks go forward at midnight, the first
+// instant of the date.
 type Calendar struct {
 	Size, Slide Period
 	// Loc is the zone whose local time the periods follow (nil: UTC).
@@ -200,7 +200,23 @@ func (c *calGrid) floor(t int64) int64 {
 	case Year:
 		m, d = 1, 1
 	}
-	return time.Date(y, m, d, 0, 0, 0, 0, c.loc).UnixNano()
+	return c.midnight(y, m, d)
+}
+
+// midnight returns the first instant of local date y-m-d (normalized as
+// time.Date does: day 0 is the last of the month before). Where the clocks
+// go forward at midnight (America/Sao_Paulo until 2019) 00:00 does not
+// exist and time.Date may answer an instant of the day before; the day
+// then starts at the change.
+func (c *calGrid) midnight(y int, m time.Month, d int) int64 {
+	y, m, d = time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Date()
+	t := time.Date(y, m, d, 0, 0, 0, 0, c.loc)
+	if _, _, td := t.Date(); td != d {
+		if _, end := t.ZoneBounds(); !end.IsZero() {
+			t = end
+		}
+	}
+	return t.UnixNano()
 }
 
 // add returns the start of the period n periods after the one starting at
@@ -219,5 +235,5 @@ func (c *calGrid) add(p int64, n int) int64 {
 	case Year:
 		y += n
 	}
-	return time.Date(y, m, d, 0, 0, 0, 0, c.loc).UnixNano()
+	return c.midnight(y, m, d)
 }
