@@ -61,3 +61,40 @@ func TestCalendarGrid(t *testing.T) {
 func at(ns int64, loc *time.Location) string {
 	return time.Unix(0, ns).In(loc).Format(time.RFC3339)
 }
+
+// A checkpoint records how a window cuts time (OperatorDef.State): a
+// restore into a window of another calendar size, slide, zone or week
+// start, or into fixed 24-hour windows, does not match.
+func TestCalendarState(t *testing.T) {
+	paris, _ := time.LoadLocation("Europe/Paris")
+	seen := map[string]string{}
+	for _, c := range []struct {
+		name string
+		spec Spec
+	}{
+		{"24h", Spec{Size: int64(24 * time.Hour)}},
+		{"1d", Spec{Calendar: &Calendar{Size: Day}}},
+		{"1d paris", Spec{Calendar: &Calendar{Size: Day, Loc: paris}}},
+		{"1w", Spec{Calendar: &Calendar{Size: Week, WeekStart: time.Monday}}},
+		{"1w sunday", Spec{Calendar: &Calendar{Size: Week, WeekStart: time.Sunday}}},
+		{"1w by 1d", Spec{Calendar: &Calendar{Size: Week, Slide: Day}}},
+		{"1mo", Spec{Calendar: &Calendar{Size: Month}}},
+		{"1q", Spec{Calendar: &Calendar{Size: Quarter}}},
+		{"1q by 1mo", Spec{Calendar: &Calendar{Size: Quarter, Slide: Month}}},
+		{"1y", Spec{Calendar: &Calendar{Size: Year}}},
+	} {
+		c.spec.Name, c.spec.Key, c.spec.Aggs = "w", []string{"k"}, []Agg{{Name: "n", Func: Count}}
+		def, err := New(c.spec, scriptSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[def.State]; ok {
+			t.Errorf("%s and %s have the same state %q", c.name, other, def.State)
+		}
+		seen[def.State] = c.name
+	}
+	def, _ := New(Spec{Name: "w", Key: []string{"k"}, Aggs: []Agg{{Name: "n", Func: Count}}, Calendar: &Calendar{Size: Day, Loc: paris}}, scriptSchema)
+	if want := "window size=1d slide=1d time_zone=Europe/Paris "; def.State[:len(want)] != want {
+		t.Errorf("state %q", def.State)
+	}
+}
