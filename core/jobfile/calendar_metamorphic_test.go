@@ -12,6 +12,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/runtime"
+	"streamd/internal/tier"
 )
 
 // calendarInput is a CSV file of 110,000 keyed records from October to
@@ -47,7 +48,8 @@ func calendarInput() string {
 // expression: daily windows in Europe/Paris (one of 25 hours) over a CSV
 // file read by 1, 2, 3 and 8 source workers and 1 and 3 channels give
 // byte-identical output and dead letters, and the same counts, as the
-// single source stage.
+// single source stage (the whole grid in the long tier, four pairs across
+// it in the fast one).
 func TestCalendarWindowSameOutput(t *testing.T) {
 	text := calendarInput()
 	run := func(m, n int) (string, *runtime.Report) {
@@ -87,8 +89,20 @@ func TestCalendarWindowSameOutput(t *testing.T) {
 	if !strings.Contains(want, "2026-10-24T22:00:00Z,2026-10-25T23:00:00Z,") {
 		t.Fatalf("no 25-hour window in\n%.600s", want)
 	}
-	for _, m := range []int{1, 2, 3, 8} {
-		for _, n := range []int{1, 3} {
+	// The fast tier runs each worker count and each channel count once,
+	// the long one the whole grid.
+	grid := [][2]int{{1, 1}, {2, 3}, {3, 1}, {8, 3}}
+	if tier.Long() {
+		grid = nil
+		for _, m := range []int{1, 2, 3, 8} {
+			for _, n := range []int{1, 3} {
+				grid = append(grid, [2]int{m, n})
+			}
+		}
+	}
+	for _, mn := range grid {
+		{
+			m, n := mn[0], mn[1]
 			got, rep := run(m, n)
 			if got != want || rep.Late != wantRep.Late || rep.DeadLetters != wantRep.DeadLetters || rep.RecordsIn != wantRep.RecordsIn {
 				t.Fatalf("%d workers, %d channels: %d late, %d dead letters, %d in (single stage %d, %d, %d); output equal: %v",
