@@ -38,7 +38,7 @@ func init() {
 func buildWindow(b *opBuild, w *WindowSpec) (core.OperatorDef, error) {
 	var def core.OperatorDef
 	if b.f.Spec.EventTime == nil {
-		return def, b.errAt("", "a window needs event time (expected event_time: with a field)")
+		return def, b.errAt("", "a window needs event time (expected event_time: with a field or an expr)")
 	}
 	cal, size, slide, err := b.windowCut(w)
 	if err != nil {
