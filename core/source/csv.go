@@ -46,7 +46,8 @@ type CSVOptions struct {
 // CSV returns a source of the CSV file at path (RFC 4180, read with
 // encoding/csv). Records are checked field by field: a wrong field count,
 // a bad quote or a field that does not parse as its column's type
-// (core.ParseValue) is a malformed record, reported to errs (nil: Fail)
+// (core.ParseValue; a Timestamp column by its format in opts.Times) is a
+// malformed record, reported to errs (nil: Fail)
 // as input:line: reason, e.g.
 //
 //	flights.csv:17: field "delay": "abc" is not an int64

@@ -25,8 +25,10 @@ import (
 //
 // Values: Int64 takes a JSON number that is integral (1e3 is 1000; 1.5 is
 // malformed); Float64 any number; String a string; Bool true or false;
-// Timestamp an RFC 3339 string (or another form core.ParseTime accepts) or
-// an integer number of ns since the epoch.
+// Timestamp a string or a number read by the field's format in times
+// (timeparse.Default when absent: an RFC 3339 string or another form
+// core.ParseTime accepts, or an integer number of ns since the epoch; with
+// a unit, a number of that unit, fraction allowed).
 //
 // Malformed, and so handed to errs (nil: Fail) with input:line, are: a line
 // that is not one valid JSON object, a field that is missing or null (core
