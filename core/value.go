@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"streamd/core/timeparse"
 )
 
 // Type is the type of a field.
@@ -261,17 +263,7 @@ func ParseValue(t Type, s string) (Value, error) {
 	return Value{}, fmt.Errorf("cannot parse a %s", t)
 }
 
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"}
-
-// ParseTime parses a timestamp (see ParseValue) into ns since the epoch, UTC.
-func ParseTime(s string) (int64, error) {
-	for _, l := range timeLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return t.UnixNano(), nil
-		}
-	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return i, nil
-	}
-	return 0, fmt.Errorf("%q is not a timestamp (expected RFC 3339, \"2006-01-02 15:04:05\", a date, or ns since the epoch)", s)
-}
+// ParseTime parses a timestamp (see ParseValue) into ns since the epoch,
+// UTC (timeparse.ParseDefault: the common forms are read by hand, without
+// allocating).
+func ParseTime(s string) (int64, error) { return timeparse.ParseDefault(s) }

@@ -9,7 +9,8 @@
 // references, int/float/string/bool literals, + - * / % ** with int→float
 // promotion, comparisons, && || !, unary minus, ==/!=/< on strings,
 // contains/startsWith/endsWith/matches "literal", in [literal, …], the
-// ternary ?:, timestamp comparisons and ts ± duration("literal"), and the
+// ternary ?:, timestamp comparisons, ts ± duration("literal") and a
+// duration times an integer (duration("1s") * secs), and the
 // builtins len (of strings), abs, lower, upper, int, float, ceil, floor,
 // round. Anything else (member access, method calls such as ts.Year(), let,
 // closures such as filter(), date(), now(), …) falls back to expr-lang's

@@ -474,8 +474,8 @@ func floatFieldCmp(op string, i int, c float64) func(row) bool {
 	return func(x row) bool { return x[i].Float() >= c }
 }
 
-// arithmetic compiles + - * / ** ^ over numbers, + over strings, and the
-// time/duration forms of + and -.
+// arithmetic compiles + - * / ** ^ over numbers, + over strings, the
+// time/duration forms of + and -, and a duration times an integer.
 func arithmetic(op string, l, r *node) *node {
 	switch {
 	case l.k == kInt && r.k == kInt && (op == "+" || op == "-" || op == "*"):
@@ -492,7 +492,10 @@ func arithmetic(op string, l, r *node) *node {
 		return composite(kString, func(x row) string { return a(x) + b(x) }, l, r)
 	case op == "+" && l.k == kTime && r.k == kDur, op == "+" && l.k == kDur && r.k == kTime:
 		return composite(kTime, arith(op, l.i, r.i), l, r)
-	case op == "+" && l.k == kDur && r.k == kDur, op == "-" && l.k == kDur && r.k == kDur:
+	case op == "+" && l.k == kDur && r.k == kDur, op == "-" && l.k == kDur && r.k == kDur,
+		op == "*" && l.k == kDur && r.k == kInt, op == "*" && l.k == kInt && r.k == kDur:
+		// A duration times an integer (duration("1s") * secs) is a
+		// duration, wrapping as expr-lang's time.Duration product does.
 		return composite(kDur, arith(op, l.i, r.i), l, r)
 	case op == "-" && l.k == kTime && r.k == kDur:
 		return composite(kTime, arith(op, l.i, r.i), l, r)

@@ -40,6 +40,7 @@ var fixedExprs = []string{
 	"b ? i : j", "b ? f : i", "c ? s : t", "b ? (c ? i : 2.5) : f", "i > 0 ? i % j : -1",
 	"ts < tu", "ts == tu", "tu - ts", "ts + duration('90m')", "ts - duration('1ms') < tu",
 	"tu - ts > duration('1h')", "(tu - ts) + duration('1s')", "i not in [4, 5]",
+	"duration('1s') * i", "j * duration('-90m')", "duration('1ms') * i + duration('1h') > duration('2h')",
 	"(i + 1) * (j - 1) % 7", "1 + 2 * 3 > i", "f * 0 == 0", "-(-f)",
 }
 

@@ -76,6 +76,7 @@ func TestEvalValues(t *testing.T) {
 		{"arr - dep", true, core.IntValue(int64(150 * time.Minute)), core.Int64},
 		{"arr - dep > duration('2h')", true, core.BoolValue(true), core.Bool},
 		{"dep + duration('1h')", true, core.TimeValue(row[5].Time() + int64(time.Hour)), core.Timestamp},
+		{"dep + duration('1m') * delay", true, core.TimeValue(row[5].Time() + row[2].Int()*int64(time.Minute)), core.Timestamp},
 		{"dep", true, row[5], core.Timestamp},
 		{"origin startsWith 'O' and origin matches '^[A-Z]{3}$'", true, core.BoolValue(true), core.Bool},
 		{"round(distance)", true, core.FloatValue(734), core.Float64},

@@ -82,7 +82,7 @@ var badInputs = []badInput{{
 	out:  "ts,origin,delay\n2024-01-01T00:00:00Z,SFO,5\n2024-01-01T00:30:00Z,JFK,8\n",
 	dead: []deadLetter{
 		{"$DIR/in", 4, `field "delay": "abc" is not an int64`, "2024-01-01T00:10:00Z,LAX,abc"},
-		{"$DIR/in", 5, `field "ts": "yesterday" is not a timestamp (expected RFC 3339, "2006-01-02 15:04:05", a date, or ns since the epoch)`, "yesterday,SFO,7"},
+		{"$DIR/in", 5, `field "ts": "yesterday" is not a timestamp (expected RFC 3339, "2006-01-02 15:04:05", a date, or ns since the epoch; give format: for other forms)`, "yesterday,SFO,7"},
 	},
 }, {
 	name:   "csv_bad_quote",

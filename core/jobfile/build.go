@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
+	"streamd/core/eval"
 	"streamd/core/runtime"
+	"streamd/core/timeparse"
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/snapshot"
@@ -230,7 +233,7 @@ func (s *Spec) ioStates(resolve func(string) string) (source, sink string) {
 	if k, spec, ok := sourceKinds.chosen(s.Source.sources); ok {
 		source = render(k.name, k.describe(spec))
 	}
-	if et := s.EventTime; et != nil && et.Field != "" {
+	if et := s.EventTime; et != nil && (et.Field != "" || et.Expr != "") {
 		// Event time decides which records are late and when windows
 		// fire: part of what the restored position means.
 		e := *et
@@ -296,29 +299,69 @@ func (f *File) buildSource(errs *core.ErrorPolicy, validate bool) (core.Source, 
 
 func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
 	out := runtime.EventTime{Field: et.Field}
-	i, err := s.Lookup(et.Field)
-	if err != nil {
-		return out, f.errAt("event_time.field", "%v", err)
+	var t core.Type
+	switch {
+	case et.Expr != "" && et.Field != "":
+		return out, f.errAt("event_time.expr", "give field or expr, not both")
+	case et.Expr != "":
+		prog, err := f.compile("event_time.expr", et.Expr, s)
+		if err != nil {
+			return out, err
+		}
+		t = prog.Type()
+		if t != core.Timestamp && t != core.Int64 {
+			return out, f.errAt("event_time.expr", "the expression is a %s; event time needs a timestamp or an int64 (with unit:)", t)
+		}
+		out.Input = f.sourceInput()
+		out.Of = eventTimeOf(prog, t)
+	case et.Field != "":
+		i, err := s.Lookup(et.Field)
+		if err != nil {
+			return out, f.errAt("event_time.field", "%v", err)
+		}
+		if t = s.Fields[i].Type; t != core.Timestamp && t != core.Int64 {
+			return out, f.errAt("event_time.field", "field %q is a %s; event time needs a timestamp or int64", et.Field, t)
+		}
+		if s.Fields[i].Nullable {
+			// A record's event time orders it and picks its windows; there is
+			// no null time to give it.
+			return out, f.errAt("event_time.field", "field %q is nullable; event time cannot be null (give the column a default: instead, or leave it not nullable so that a missing value is a malformed record)", et.Field)
+		}
+	default:
+		return out, f.errAt("event_time", "missing field or expr (where event time comes from)")
 	}
-	if s.Fields[i].Nullable {
-		// A record's event time orders it and picks its windows; there is
-		// no null time to give it.
-		return out, f.errAt("event_time.field", "field %q is nullable; event time cannot be null (give the column a default: instead, or leave it not nullable so that a missing value is a malformed record)", et.Field)
-	}
-	switch t := s.Fields[i].Type; t {
+	switch t {
 	case core.Timestamp:
 		if et.Unit != "" {
-			return out, f.errAt("event_time.unit", "unit applies to int64 fields; %q is a timestamp", et.Field)
+			what := fmt.Sprintf("%q is a timestamp", et.Field)
+			if et.Expr != "" {
+				what = "the expression is a timestamp"
+			}
+			return out, f.errAt("event_time.unit", "unit applies to int64 event time; %s", what)
 		}
 	case core.Int64:
-		units := map[string]int64{"": int64(time.Millisecond), "ns": 1, "us": int64(time.Microsecond), "ms": int64(time.Millisecond), "s": int64(time.Second)}
-		u, ok := units[et.Unit]
-		if !ok {
-			return out, f.errAt("event_time.unit", "unit %q: expected ns, us, ms or s", et.Unit)
+		u := int64(time.Millisecond)
+		if et.Unit != "" {
+			var ok bool
+			if u, ok = timeparse.Units[et.Unit]; !ok {
+				return out, f.errAt("event_time.unit", "unit %q: expected ns, us, ms or s", et.Unit)
+			}
 		}
-		out.Unit = u
-	default:
-		return out, f.errAt("event_time.field", "field %q is a %s; event time needs a timestamp or int64", et.Field, t)
+		if out.Of != nil {
+			of := out.Of
+			out.Of = func(row []core.Value) (int64, error) {
+				n, err := of(row)
+				if err != nil {
+					return 0, err
+				}
+				if n > math.MaxInt64/u || n < math.MinInt64/u {
+					return 0, fmt.Errorf("%d × %d ns is outside the timestamps' range", n, u)
+				}
+				return n * u, nil
+			}
+		} else {
+			out.Unit = u
+		}
 	}
 	d, err := f.duration("event_time.max_out_of_orderness", et.MaxOutOfOrderness, 0)
 	if err != nil {
@@ -329,6 +372,36 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventT
 	}
 	out.MaxOutOfOrder = int64(d)
 	return out, nil
+}
+
+// eventTimeOf returns the event time of a record computed by prog (of
+// type t: a timestamp in ns, or an int64 the caller scales).
+func eventTimeOf(prog *eval.Program, t core.Type) func([]core.Value) (int64, error) {
+	return func(row []core.Value) (int64, error) {
+		n, err := prog.EvalInt(row)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", prog.Source(), err)
+		}
+		return n, nil
+	}
+}
+
+// sourceInput names the job's input in errors about its records: the file
+// of a csv, jsonl or parquet source, else the source's kind.
+func (f *File) sourceInput() string {
+	k, spec, ok := sourceKinds.chosen(f.Spec.Source.sources)
+	if !ok {
+		return "source"
+	}
+	switch s := spec.(type) {
+	case *CSVSpec:
+		return f.path(s.Path)
+	case *JSONLSpec:
+		return f.path(s.Path)
+	case *ParquetSpec:
+		return f.path(s.Path)
+	}
+	return k.name
 }
 
 func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) ([]core.OperatorDef, *core.Schema, error) {

@@ -21,9 +21,9 @@ func TestColumnLongForm(t *testing.T) {
 		t.Fatalf("schema %v", got)
 	}
 	for _, c := range []struct{ entry, want string }{
-		{"      v: {type: int64, colour: red}\n", `job.yaml:6:32: source.csv.columns.v.colour: unknown key "colour" (expected type`},
+		{"      v: {type: int64, colour: red}\n", `job.yaml:6:32: source.csv.columns.v.colour: unknown key "colour" (expected type, format, time_zone, unit, nullable, default)`},
 		{"      v: {type: int64, path: a.b}\n", "job.yaml:6:30: source.csv.columns.v.path: path does not apply here"},
-		{"      v: {format: x}\n", "job.yaml:6:19: source.csv.columns.v.format: format does not apply here"},
+		{"      v: {format: x}\n", `job.yaml:6:7: source.csv.columns.v: column "v" has no type`},
 		{"      v: {}\n", `job.yaml:6:7: source.csv.columns.v: column "v"`},
 		{"      v: {type: [int64]}\n", "job.yaml:6:11: source.csv.columns.v.type: type must be a type name"},
 		{"      v: {type: int65}\n", `job.yaml:6:7: source.csv.columns.v: unknown type "int65"`},

@@ -1,9 +1,14 @@
 package jobfile
 
 import (
+	"regexp"
+	"strings"
+	"time"
+
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
+	"streamd/core/timeparse"
 	"streamd/core/window"
 )
 
@@ -14,10 +19,17 @@ type WindowSpec struct {
 	Slide      string        `yaml:"slide"`
 	Aggregates yaml.MapSlice `yaml:"aggregates"` // name: fn(arg)
 	Late       string        `yaml:"late"`
+	// TimeZone is the zone whose calendar cuts 1d, 1w, 1mo, 1q and 1y
+	// windows ("" = UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
+	// WeekStart is the first day of 1w windows (default monday, ISO 8601).
+	WeekStart string `yaml:"week_start,omitempty"`
 }
 
-// window: {size, slide, key, aggregates, late} aggregates per key over
-// tumbling or sliding event-time windows (window.New). Keyed: its state is
+// window: {size, slide, time_zone, week_start, key, aggregates, late}
+// aggregates per key over tumbling or sliding event-time windows
+// (window.New): of a fixed length (1h, 15m) aligned to the epoch, or
+// calendar periods (1d, 1w, 1mo, 1q, 1y) of a time zone. Keyed: its state is
 // checkpointed and described by window.New.
 func init() {
 	registerOp(opEntry[*WindowSpec]{name: "window", rank: 60, keyed: true, build: buildWindow})
@@ -26,21 +38,11 @@ func init() {
 func buildWindow(b *opBuild, w *WindowSpec) (core.OperatorDef, error) {
 	var def core.OperatorDef
 	if b.f.Spec.EventTime == nil {
-		return def, b.errAt("", "a window needs event time (expected event_time: with a field)")
+		return def, b.errAt("", "a window needs event time (expected event_time: with a field or an expr)")
 	}
-	size, err := b.f.duration(b.path+".size", w.Size, 0)
+	cal, size, slide, err := b.windowCut(w)
 	if err != nil {
 		return def, err
-	}
-	if size <= 0 {
-		return def, b.errAt(".size", "window size must be a positive duration (e.g. 1h)")
-	}
-	slide, err := b.f.duration(b.path+".slide", w.Slide, 0)
-	if err != nil {
-		return def, err
-	}
-	if slide < 0 || slide > size || slide > 0 && size%slide != 0 {
-		return def, b.errAt(".slide", "slide %s must be positive, at most the size %s, and divide it", slide, size)
 	}
 	key, err := b.groupKey(w.Key)
 	if err != nil {
@@ -61,8 +63,92 @@ func buildWindow(b *opBuild, w *WindowSpec) (core.OperatorDef, error) {
 	default:
 		return def, b.errAt(".late", "late %q: expected drop or dead_letter", w.Late)
 	}
-	return window.New(window.Spec{Name: b.name, Key: key, Size: int64(size), Slide: int64(slide),
+	return window.New(window.Spec{Name: b.name, Key: key, Size: int64(size), Slide: int64(slide), Calendar: cal,
 		Aggs: aggs, LateToDeadLetter: late, Groups: b.region.Groups}, b.in)
+}
+
+// periods are the calendar sizes of a window, as size: and slide: write
+// them.
+var periods = map[string]window.Period{"1d": window.Day, "1w": window.Week, "1mo": window.Month, "1q": window.Quarter, "1y": window.Year}
+
+var weekdays = map[string]time.Weekday{"monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
+	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday, "sunday": time.Sunday}
+
+// windowCut reads how a window cuts event time: a calendar (size: 1d, 1w,
+// 1mo, 1q or 1y, with time_zone: and week_start:) or a fixed size and
+// slide (durations).
+func (b *opBuild) windowCut(w *WindowSpec) (cal *window.Calendar, size, slide time.Duration, err error) {
+	if p, ok := periods[w.Size]; ok {
+		cal = &window.Calendar{Size: p, Loc: time.UTC, WeekStart: time.Monday}
+		if w.Slide != "" {
+			s, ok := periods[w.Slide]
+			if !ok {
+				return nil, 0, 0, b.errAt(".slide", "slide %q: a calendar window slides by a calendar period (1d, 1mo, 1q) that divides it: 1w by 1d, 1q by 1mo, 1y by 1mo or 1q", w.Slide)
+			}
+			cal.Slide = s
+			if err := cal.Check(); err != nil {
+				return nil, 0, 0, b.errAt(".slide", "%v", err)
+			}
+		}
+		if w.TimeZone != "" {
+			if cal.Loc, err = timeparse.Zone(w.TimeZone); err != nil {
+				return nil, 0, 0, b.errAt(".time_zone", "%v", err)
+			}
+		}
+		if w.WeekStart != "" {
+			d, ok := weekdays[strings.ToLower(w.WeekStart)]
+			if !ok {
+				return nil, 0, 0, b.errAt(".week_start", "week_start %q: expected monday, tuesday, …, sunday", w.WeekStart)
+			}
+			if p != window.Week || cal.Slide != 0 && cal.Slide != window.Week {
+				return nil, 0, 0, b.errAt(".week_start", "week_start applies to tumbling 1w windows")
+			}
+			cal.WeekStart = d
+		}
+		return cal, 0, 0, nil
+	}
+	if w.TimeZone != "" {
+		return nil, 0, 0, b.errAt(".time_zone", "time_zone applies to calendar windows (size 1d, 1w, 1mo, 1q, 1y); a %s window is cut in ns since the epoch", w.Size)
+	}
+	if w.WeekStart != "" {
+		return nil, 0, 0, b.errAt(".week_start", "week_start applies to 1w windows")
+	}
+	if _, ok := periods[w.Slide]; ok {
+		return nil, 0, 0, b.errAt(".slide", "slide %s is a calendar period; the size must be one too (1w, 1q, 1y)", w.Slide)
+	}
+	if size, err = b.windowDuration(".size", w.Size); err != nil {
+		return nil, 0, 0, err
+	}
+	if size <= 0 {
+		return nil, 0, 0, b.errAt(".size", "window size must be a positive duration (e.g. 1h) or a calendar period (1d, 1w, 1mo, 1q, 1y)")
+	}
+	if w.Slide != "" {
+		if slide, err = b.windowDuration(".slide", w.Slide); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if slide < 0 || slide > size || slide > 0 && size%slide != 0 {
+		return nil, 0, 0, b.errAt(".slide", "slide %s must be positive, at most the size %s, and divide it", slide, size)
+	}
+	return nil, size, slide, nil
+}
+
+var manyPeriods = regexp.MustCompile(`^[0-9]+(d|w|mo|q|y)$`)
+
+// windowDuration reads a fixed window length (a Go duration such as 1h or
+// 90m), naming the calendar sizes in its error.
+func (b *opBuild) windowDuration(at, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if m := manyPeriods.FindStringSubmatch(s); m != nil {
+		return 0, b.errAt(at, "%q: a calendar window is one period long (1d, 1w, 1mo, 1q, 1y); for a fixed length write hours (48h is 2 days of UTC)", s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, b.errAt(at, "%q is not a window length (expected a duration such as 1h, 15m, 500ms, or a calendar period: 1d, 1w, 1mo, 1q, 1y)", s)
+	}
+	return d, nil
 }
 
 // groupKey is a keyed operator's grouping key: key, or the region's when

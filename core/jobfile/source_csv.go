@@ -13,6 +13,9 @@ type CSVSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Columns   yaml.MapSlice `yaml:"columns"` // name: type, in file order
+	// TimeZone is the zone of timestamps without an offset, for columns
+	// that give no time_zone: of their own ("" = UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
 	// Parallelism is the number of goroutines parsing the file: 0 (the
 	// default) is auto, 1 the sequential reader (source.CSVOptions).
 	Parallelism int `yaml:"parallelism"`
@@ -23,7 +26,8 @@ type CSVSpec struct {
 	in *inputs // the files path names, once built
 }
 
-// csv: {path, header, delimiter, columns, parallelism, compression} reads a CSV file
+// csv: {path, header, delimiter, columns, time_zone, parallelism, compression}
+// reads CSV files
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
 	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
@@ -37,7 +41,7 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 	if c.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
-	opts, err := b.f.csvOptions(b.path, c.Header, c.Delimiter, c.Columns)
+	opts, err := b.f.csvOptions(b.path, c.Header, c.Delimiter, c.Columns, c.TimeZone)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +73,9 @@ func (b *sourceBuild) compression(s string) (source.Compression, error) {
 // nothing.
 const maxCSVParallelism = 256
 
-// csvOptions reads the CSV settings of the csv and stdin sources.
-func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice) (source.CSVOptions, error) {
+// csvOptions reads the CSV settings of the csv and stdin sources; zone
+// is the source's time_zone:.
+func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.MapSlice, zone string) (source.CSVOptions, error) {
 	opts := source.CSVOptions{Header: header == nil || *header}
 	if delim != "" {
 		r := []rune(delim)
@@ -79,10 +84,13 @@ func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.Map
 		}
 		opts.Delimiter = r[0]
 	}
-	cs, err := f.columns(path+".columns", cols, nullKeys...)
+	cs, err := f.columns(path+".columns", cols, append(append([]string(nil), timeKeys...), nullKeys...)...)
 	if err != nil {
 		return opts, err
 	}
 	opts.Columns = schemaFields(cs)
+	if opts.Times, err = f.timeFormats(cs, zone, path+".time_zone"); err != nil {
+		return opts, err
+	}
 	return opts, nil
 }

@@ -14,6 +14,9 @@ type JSONLSpec struct {
 	Path    string        `yaml:"path"`
 	Explode string        `yaml:"explode"` // a path to an array of records in each line
 	Fields  yaml.MapSlice `yaml:"fields"`  // name: type, or name: {type, path}
+	// TimeZone is the zone of timestamps without an offset, for fields
+	// that give no time_zone: of their own ("" = UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
 	// Compression: as CSVSpec.Compression.
 	Compression string `yaml:"compression"`
 
@@ -26,14 +29,17 @@ type JSONSpec struct {
 	Format  string        `yaml:"format"` // auto (default) | lines | array | values
 	Explode string        `yaml:"explode"`
 	Fields  yaml.MapSlice `yaml:"fields"`
+	// TimeZone: as JSONLSpec.TimeZone.
+	TimeZone string `yaml:"time_zone,omitempty"`
 	// Compression: as CSVSpec.Compression.
 	Compression string `yaml:"compression"`
 
 	in *inputs // the files path names, once built
 }
 
-// jsonl: {path, explode, fields, compression} reads JSON lines files
-// (source.JSONL); json: {path, format, explode, fields, compression} reads
+// jsonl: {path, explode, fields, time_zone, compression} reads JSON lines
+// files (source.JSONL); json: {path, format, explode, fields, time_zone,
+// compression} reads
 // any of the JSON formats (source.JSON).
 func init() {
 	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource,
@@ -43,7 +49,7 @@ func init() {
 }
 
 func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
-	spec := &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields, Compression: j.Compression}
+	spec := &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields, TimeZone: j.TimeZone, Compression: j.Compression}
 	s, err := buildJSON(b, spec)
 	j.in = spec.in
 	return s, err
@@ -57,7 +63,7 @@ func buildJSON(b *sourceBuild, j *JSONSpec) (core.Source, error) {
 	if j.Path == "" {
 		return nil, b.errAt("", "missing path")
 	}
-	opts, err := b.jsonOptions(b.f.path(j.Path), j.Format, j.Explode, j.Fields)
+	opts, err := b.jsonOptions(b.f.path(j.Path), j.Format, j.Explode, j.Fields, j.TimeZone)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +81,7 @@ func buildJSON(b *sourceBuild, j *JSONSpec) (core.Source, error) {
 // jsonOptions checks a JSON source's format, explode and fields (with
 // their paths) and returns them as source.JSONOptions. Errors name the
 // key at fault.
-func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.MapSlice) (source.JSONOptions, error) {
+func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.MapSlice, zone string) (source.JSONOptions, error) {
 	var o source.JSONOptions
 	var err error
 	if o.Format, err = source.ParseJSONFormat(format); err != nil {
@@ -87,8 +93,11 @@ func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.Map
 		}
 		o.Explode = explode
 	}
-	cs, err := b.f.columns(b.path+".fields", fields, append([]string{"path"}, nullKeys...)...)
+	cs, err := b.f.columns(b.path+".fields", fields, append(append([]string{"path"}, nullKeys...), timeKeys...)...)
 	if err != nil {
+		return o, err
+	}
+	if o.Times, err = b.f.timeFormats(cs, zone, b.path+".time_zone"); err != nil {
 		return o, err
 	}
 	if len(cs) == 0 {

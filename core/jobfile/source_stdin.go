@@ -16,6 +16,9 @@ type StdinSpec struct {
 	Header    *bool         `yaml:"header"`
 	Delimiter string        `yaml:"delimiter"`
 	Fields    yaml.MapSlice `yaml:"fields"` // name: type
+	// TimeZone is the zone of timestamps without an offset, for fields
+	// that give no time_zone: of their own ("" = UTC).
+	TimeZone string `yaml:"time_zone,omitempty"`
 	// Compression: auto (default: by the first bytes), none, gzip, zstd,
 	// bzip2 or xz.
 	Compression string `yaml:"compression"`
@@ -39,11 +42,11 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 	}
 	switch in.Format {
 	case "csv":
-		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields)
+		opts, err := b.f.csvOptions(b.path, in.Header, in.Delimiter, in.Fields, in.TimeZone)
 		if err != nil {
 			return nil, err
 		}
-		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Compression: comp}
+		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times, Compression: comp}
 		if b.validate {
 			// validate must not read standard input: with fields the
 			// columns are known; without, they are the header's (without
@@ -66,7 +69,7 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 		if in.Format == "json" {
 			format = "auto" // an array or a stream of values, by the first byte
 		}
-		jo, err := b.jsonOptions("stdin", format, in.Explode, in.Fields)
+		jo, err := b.jsonOptions("stdin", format, in.Explode, in.Fields, in.TimeZone)
 		if err != nil {
 			return nil, err
 		}

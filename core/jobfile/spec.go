@@ -28,9 +28,11 @@ type CheckpointSpec struct {
 	Timeout  string `yaml:"timeout"`
 }
 
-// EventTimeSpec says where event time comes from.
+// EventTimeSpec says where event time comes from: a field, or an
+// expression over the source's fields (expr), not both.
 type EventTimeSpec struct {
-	Field             string `yaml:"field"`
+	Field             string `yaml:"field,omitempty"`
+	Expr              string `yaml:"expr,omitempty"`
 	Unit              string `yaml:"unit"`
 	MaxOutOfOrderness string `yaml:"max_out_of_orderness"`
 }

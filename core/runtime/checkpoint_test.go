@@ -368,6 +368,11 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	daily, err := window.New(window.Spec{Name: "per-minute", Key: []string{"k"}, Calendar: &window.Calendar{Size: window.Day},
+		Aggs: []window.Agg{{Name: "n", Func: window.Count}}}, testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
 	filter := core.OperatorDef{Name: "even", Out: testSchema, New: func(core.Env) (core.Operator, error) { return filterOdd{}, nil }}
 	for _, c := range []struct {
 		name   string
@@ -375,6 +380,7 @@ func TestRestoreRefusesAnotherJob(t *testing.T) {
 		want   string
 	}{
 		{"other window", func(j *runtime.Job) { j.Region.Ops = []core.OperatorDef{other} }, "region.ops[0] (per-minute) was"},
+		{"calendar window", func(j *runtime.Job) { j.Region.Ops = []core.OperatorDef{daily} }, "size=1d slide=1d time_zone=UTC"},
 		{"operator in front", func(j *runtime.Job) { j.Region.Ops = append([]core.OperatorDef{filter}, j.Region.Ops...) }, "holds 1 region operators"},
 		{"key groups", func(j *runtime.Job) { j.Region.Groups = 1024 }, "key groups"},
 		{"source", func(j *runtime.Job) { j.Checkpoint.Source = "generator B" }, "the source was generator A, is now generator B"},

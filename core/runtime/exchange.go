@@ -745,7 +745,15 @@ func (r *run) sourceWorker(w *srcWorker) {
 	maxT := int64(core.NoTime)
 	sc := w.cpu
 	emit := func(b *core.Batch) error {
-		maxT = r.admit(b, sc, maxT)
+		var err error
+		if maxT, err = r.admit(b, sc, maxT, w.errs); err != nil {
+			b.Release()
+			return err
+		}
+		if b.Len == 0 { // every record failed event_time.expr
+			b.Release()
+			return nil
+		}
 		stamp := b.Stamp
 		if err := pre.Push(b); err != nil {
 			return err

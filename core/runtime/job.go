@@ -75,6 +75,16 @@ type EventTime struct {
 	// MaxOutOfOrder is how far behind the largest event time seen a record
 	// may still arrive, in ns: the watermark is max - MaxOutOfOrder - 1.
 	MaxOutOfOrder int64
+	// Of, if set, computes a record's event time in ns from its fields
+	// (a record of the source's schema; Of must not keep it), in place of
+	// Field. Source workers call it at once: it must be safe for
+	// concurrent use. A record it returns an error for is malformed: it
+	// goes through the job's on_error policy, named by Input and its
+	// position, and is dropped from its batch (counted, never lost
+	// silently).
+	Of func(row []core.Value) (int64, error)
+	// Input names the input in Of's errors (the source's file).
+	Input string
 }
 
 // Region is a parallel region: operators replicated into Channels channels

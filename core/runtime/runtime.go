@@ -432,6 +432,9 @@ func (r *run) build() error {
 	}
 	sinkIn = outSchema(sinkIn, job.Post)
 	r.timeField, r.timeUnit = -1, 1
+	if f := job.EventTime.Field; f != "" && job.EventTime.Of != nil {
+		return errors.New("event time: both a field and a function (EventTime.Of)")
+	}
 	if f := job.EventTime.Field; f != "" {
 		s := job.Source.Schema()
 		if r.timeField, err = s.Lookup(f); err != nil {
@@ -653,7 +656,14 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 		if err != nil {
 			break
 		}
-		maxT = r.admit(b, r.srcCPU, maxT)
+		if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors); err != nil {
+			b.Release()
+			break
+		}
+		if b.Len == 0 { // every record failed event_time.expr
+			b.Release()
+			continue
+		}
 		stamp := b.Stamp
 		if err = pre.Push(b); err != nil {
 			break
@@ -707,16 +717,14 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 }
 
 // admit is what a source stage or worker does with each batch its source
-// hands over: count it, stamp it with its entry time (unless the source
-// did), set each record's event time from the event-time field, and
-// return the largest event time seen, given the one before (maxT).
-func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64) int64 {
-	r.recordsIn.Add(int64(b.Len))
-	r.batchesIn.Add(1)
-	sc.records.Add(int64(b.Len))
-	if b.Stamp == 0 {
-		b.Stamp = time.Now().UnixNano()
-	}
+// hands over: set each record's event time from the event-time field or
+// EventTime.Of, count the batch, stamp it with its entry time (unless the
+// source did), and return the largest event time seen, given the one
+// before (maxT). A record Of fails on goes to errs (the stage's policy:
+// the job's, or a source worker's deferred one) and leaves the batch,
+// which may then be empty (Len 0: the caller releases it); an error is
+// errs' (a *core.RecordError under on_error: fail), and fails the source.
+func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy) (int64, error) {
 	if f := r.timeField; f >= 0 {
 		w, unit := b.Schema.Width(), r.timeUnit
 		for i := 0; i < b.Len; i++ {
@@ -724,8 +732,58 @@ func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64) int64 {
 			b.Time[i] = t
 			maxT = max(maxT, t)
 		}
+	} else if of := r.job.EventTime.Of; of != nil {
+		var err error
+		if maxT, err = r.timeOf(b, of, maxT, errs); err != nil {
+			return maxT, err
+		}
 	}
-	return maxT
+	r.recordsIn.Add(int64(b.Len))
+	r.batchesIn.Add(1)
+	sc.records.Add(int64(b.Len))
+	if b.Stamp == 0 {
+		b.Stamp = time.Now().UnixNano()
+	}
+	return maxT, nil
+}
+
+// timeOf sets the event time of b's records with of, dropping those it
+// fails on (see admit). It allocates nothing unless of does or a record
+// fails.
+func (r *run) timeOf(b *core.Batch, of func([]core.Value) (int64, error), maxT int64, errs *core.ErrorPolicy) (int64, error) {
+	w := b.Schema.Width()
+	kept := 0
+	for i := 0; i < b.Len; i++ {
+		row := b.Vals[i*w : (i+1)*w : (i+1)*w]
+		t, err := of(row)
+		if err != nil {
+			if err := errs.Bad(r.job.EventTime.Input, b.Pos[i], describeRow(b.Schema, row), fmt.Errorf("event_time: %w", err)); err != nil {
+				return maxT, err
+			}
+			continue
+		}
+		b.Time[i] = t
+		b.Move(kept, i)
+		kept++
+		maxT = max(maxT, t)
+	}
+	if kept < b.Len {
+		b.Truncate(kept)
+	}
+	return maxT, nil
+}
+
+// describeRow renders a record for a dead letter: its fields' text,
+// comma-separated.
+func describeRow(s *core.Schema, row []core.Value) string {
+	var buf []byte
+	for i, f := range s.Fields {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = core.AppendText(buf, f.Type, row[i])
+	}
+	return string(buf)
 }
 
 // buildScaler makes the region's scaler, if it has one.

@@ -139,7 +139,7 @@ func TestCSVBOM(t *testing.T) {
 func TestJSONLBOM(t *testing.T) {
 	fields := []core.Field{{Name: "id", Type: core.Int64}}
 	in := "\uFEFF{\"id\":1}\n{\"id\":2}\n"
-	s, err := JSONL(writeFile(t, "in.jsonl", in), fields, nil, nil)
+	s, err := JSONL(writeFile(t, "in.jsonl", in), fields, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestJSONLBOM(t *testing.T) {
 	if got := strings.Join(recs, " "); err != nil || got != "1:|1 2:|2" {
 		t.Fatalf("stdin: %q, %v", got, err)
 	}
-	s, _ = JSONL("", fields, strings.NewReader("{\"id\":1}\n\uFEFF{\"id\":2}\n"), nil)
+	s, _ = JSONL("", fields, nil, strings.NewReader("{\"id\":1}\n\uFEFF{\"id\":2}\n"), nil)
 	_, err = records(t, s)
 	var re *core.RecordError
 	if !errors.As(err, &re) || re.Pos != 2 {

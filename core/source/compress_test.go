@@ -153,7 +153,7 @@ func TestCompressedJSONLSameAsPlain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := jsonlSource(path, fields, nil, errs, 16<<10)
+		s, err := jsonlSource(path, fields, nil, nil, errs, 16<<10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/internal/bom"
+	"streamd/core/timeparse"
 )
 
 // CSVOptions configures a CSV source (and the CSV format of Stdin).
@@ -28,6 +29,9 @@ type CSVOptions struct {
 	// Without a header, Columns names the fields by position and is
 	// required.
 	Columns []core.Field
+	// Times says how Timestamp columns are written, by column name; a
+	// column not in it takes timeparse.Default.
+	Times TimeFormats
 	// Reader, if set, is read instead of the file at the path (stdin); the
 	// path, if any, only names the input in errors. The source does not
 	// close it.
@@ -49,7 +53,8 @@ type CSVOptions struct {
 // CSV returns a source of the CSV file at path (RFC 4180, read with
 // encoding/csv). Records are checked field by field: a wrong field count,
 // a bad quote or a field that does not parse as its column's type
-// (core.ParseValue) is a malformed record, reported to errs (nil: Fail)
+// (core.ParseValue; a Timestamp column by its format in opts.Times) is a
+// malformed record, reported to errs (nil: Fail)
 // as input:line: reason, e.g.
 //
 //	flights.csv:17: field "delay": "abc" is not an int64
@@ -170,6 +175,7 @@ type csvColumn struct {
 	// column, else its Default) instead of being parsed.
 	onEmpty bool
 	empty   core.Value
+	tp   *timeparse.Parser // Timestamp columns: this reader's own
 }
 
 // csvCol is the csvColumn of field f at record index i.
@@ -182,6 +188,19 @@ func csvCol(f core.Field, i int) csvColumn {
 		c.onEmpty, c.empty = true, *f.Default
 	}
 	return c
+}
+
+// TimeFormats says how Timestamp fields are written, by field name (a
+// field not in it takes timeparse.Default). The formats are shared; each
+// reader takes parsers of its own.
+type TimeFormats map[string]*timeparse.Format
+
+// parser returns a new parser of field name's format.
+func (t TimeFormats) parser(name string) *timeparse.Parser {
+	if f := t[name]; f != nil {
+		return f.Parser()
+	}
+	return timeparse.Default.Parser()
 }
 
 // csvReader reads records with encoding/csv and converts the selected
@@ -258,8 +277,11 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 		return nil, fmt.Errorf("csv source %s: %w", input, err)
 	}
 	for i := range c.cols {
-		if c.cols[i].typ == core.String {
+		switch c.cols[i].typ {
+		case core.String:
 			c.cols[i].str = newInterner()
+		case core.Timestamp:
+			c.cols[i].tp = opts.Times.parser(c.cols[i].name)
 		}
 	}
 	return c, nil
@@ -290,6 +312,9 @@ func (c *csvReader) clone() *csvReader {
 	for i := range d.cols {
 		if d.cols[i].str != nil {
 			d.cols[i].str = newInterner()
+		}
+		if tp := d.cols[i].tp; tp != nil {
+			d.cols[i].tp = tp.Format().Parser()
 		}
 	}
 	return &d
@@ -362,6 +387,14 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 		}
 		if col.typ == core.String {
 			row[j] = core.StringValue(col.str.str(s))
+			continue
+		}
+		if col.tp != nil {
+			ns, err := col.tp.Parse(s)
+			if err != nil {
+				return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("field %q: %w", col.name, err)}
+			}
+			row[j] = core.TimeValue(ns)
 			continue
 		}
 		v, err := core.ParseValue(col.typ, s)

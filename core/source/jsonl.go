@@ -16,6 +16,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/internal/bom"
+	"streamd/core/timeparse"
 )
 
 // JSONL returns a source of JSON Lines: one JSON object per line, read from
@@ -27,7 +28,10 @@ import (
 //
 // Values: Int64 takes a JSON number that is integral (1e3 is 1000; 1.5 is
 // malformed); Float64 any number; String a string; Bool true or false;
-// Timestamp an RFC 3339 string (or another form core.ParseTime accepts) or
+// Timestamp a string or a number read by the field's format in
+// JSONOptions.Times (timeparse.Default when absent: an RFC 3339 string or
+// another form core.ParseTime accepts, or an integer number of ns since
+// the epoch; with a unit, a number of that unit, fraction allowed) — or
 // an integer number of ns since the epoch.
 //
 // Malformed, and so handed to errs (nil: Fail) with input:line, are: a line
@@ -46,8 +50,10 @@ import (
 // once at open (one SIMD pass, see docs/PERFORMANCE.md), so each block
 // knows its first line. A reader given in place of the file (stdin) is
 // read with Next only (Blocks is then not offered).
-func JSONL(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
-	return JSON(path, jsonlOptions(fields), reader, errs)
+func JSONL(path string, fields []core.Field, times TimeFormats, reader io.Reader, errs *core.ErrorPolicy) (core.Source, error) {
+	o := jsonlOptions(fields)
+	o.Times = times
+	return JSON(path, o, reader, errs)
 }
 
 func jsonlOptions(fields []core.Field) JSONOptions {
@@ -66,6 +72,9 @@ type JSONOptions struct {
 	Format JSONFormat
 	// Fields are the record's fields (at least one).
 	Fields []JSONField
+	// Times says how Timestamp fields are written, by field name (absent:
+	// timeparse.Default).
+	Times TimeFormats
 	// Compression is how the file (or reader) is compressed (the zero
 	// value is auto: see Compression).
 	Compression Compression
@@ -115,8 +124,10 @@ func JSON(path string, opts JSONOptions, reader io.Reader, errs *core.ErrorPolic
 }
 
 // jsonlSource is JSONL with the block size in bytes (tests make it small).
-func jsonlSource(path string, fields []core.Field, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
-	return jsonSource(path, jsonlOptions(fields), reader, errs, size)
+func jsonlSource(path string, fields []core.Field, times TimeFormats, reader io.Reader, errs *core.ErrorPolicy, size int64) (core.Source, error) {
+	o := jsonlOptions(fields)
+	o.Times = times
+	return jsonSource(path, o, reader, errs, size)
 }
 
 // jsonSource is JSON with the block size in bytes.
@@ -264,8 +275,9 @@ type jsonlReader struct {
 	errs   *core.ErrorPolicy
 	tree   *pnode      // the record's fields
 	doc    *pnode      // under explode: the value's $-fields and the array
-	str    []*interner // per String field
-	state  []uint8     // per field: fieldMissing, …
+	str    []*interner         // per String field
+	tp     []*timeparse.Parser // per Timestamp field
+	state  []uint8             // per field: fieldMissing, …
 	off    []*pnode    // per field under fieldOffPath: the node whose value is not what its path needs
 	offGot []byte      // … and the first byte of that value
 
@@ -327,7 +339,8 @@ func newJSONReader(kind, input string, in io.Reader, opts JSONOptions, errs *cor
 	}
 	j := &jsonlReader{kind: kind, input: input, format: format, in: br, schema: schema, errs: policy(errs),
 		str: make([]*interner, len(fields)), state: make([]uint8, len(fields)), paths: make([]string, len(fields)), curLine: 1,
-		off: make([]*pnode, len(fields)), offGot: make([]byte, len(fields)), tree: newPnode("")}
+		off: make([]*pnode, len(fields)), offGot: make([]byte, len(fields)), tree: newPnode(""),
+		tp: make([]*timeparse.Parser, len(fields))}
 	j.us = unitScan{array: format == JSONArray}
 	if format == JSONValues {
 		j.us.phase = scanBetween
@@ -362,8 +375,11 @@ func newJSONReader(kind, input string, in io.Reader, opts JSONOptions, errs *cor
 		if err := t.add(p.steps, i, f.Name, p.Rooted); err != nil {
 			return nil, fmt.Errorf("%s source %s: field %q at %s: %w", kind, input, f.Name, p, err)
 		}
-		if f.Type == core.String {
+		switch f.Type {
+		case core.String:
 			j.str[i] = newInterner()
+		case core.Timestamp:
+			j.tp[i] = opts.Times.parser(f.Name)
 		}
 	}
 	return j, nil
@@ -418,7 +434,12 @@ func (j *jsonlReader) clone() *jsonlReader {
 		tree: j.tree, doc: j.doc, docFields: j.docFields, recFields: j.recFields, paths: j.paths,
 		area: j.area, end: j.end,
 		str: make([]*interner, len(j.str)), state: make([]uint8, len(j.state)),
-		off: make([]*pnode, len(j.off)), offGot: make([]byte, len(j.offGot))}
+		off: make([]*pnode, len(j.off)), offGot: make([]byte, len(j.offGot)), tp: make([]*timeparse.Parser, len(j.tp))}
+	for i, tp := range j.tp {
+		if tp != nil {
+			d.tp[i] = tp.Format().Parser()
+		}
+	}
 	if j.docRow != nil {
 		d.docRow = make([]core.Value, len(j.docRow))
 	}
@@ -995,9 +1016,9 @@ func (j *jsonlReader) field(col int, row []core.Value) error {
 			row[col] = core.StringValue(j.str[col].bytes(s))
 			return nil
 		case core.Timestamp:
-			// The string aliases the line buffer; ParseTime keeps no
+			// The string aliases the line buffer; Parse keeps no
 			// reference to it (its error quotes a copy).
-			ns, err := core.ParseTime(unsafe.String(unsafe.SliceData(s), len(s)))
+			ns, err := j.tp[col].Parse(unsafe.String(unsafe.SliceData(s), len(s)))
 			if err != nil {
 				return fmt.Errorf("field %q: %w", f.Name, err)
 			}
@@ -1030,14 +1051,17 @@ func (j *jsonlReader) field(col int, row []core.Value) error {
 			}
 			row[col] = core.FloatValue(x)
 			return nil
-		case core.Int64, core.Timestamp:
+		case core.Timestamp:
+			ns, err := j.tp[col].ParseNumber(s)
+			if err != nil {
+				return fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			row[col] = core.TimeValue(ns)
+			return nil
+		case core.Int64:
 			i, err := parseIntegral(s, integral)
 			if err != nil {
-				what := "an int64"
-				if f.Type == core.Timestamp {
-					what = "a timestamp (ns since the epoch)"
-				}
-				return fmt.Errorf("field %q: %s is not %s: %v", f.Name, num, what, err)
+				return fmt.Errorf("field %q: %s is not an int64: %v", f.Name, num, err)
 			}
 			row[col] = core.IntValue(i)
 			return nil

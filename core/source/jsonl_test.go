@@ -29,7 +29,7 @@ func TestJSONL(t *testing.T) {
 		`{"t":978307260000000000,"b":false,"f":-2,"i":-9223372036854775808,"s":"\u00e9\ud83d\ude00 \"q\" \\ \/ \n\t","x":{"y":[1,2,{"z":null}]}}` + "\r\n" +
 		` { "s" : "a" , "i" : 1e3 , "f" : 1E-2 , "b" : true , "t" : "2001-01-02" , "s" : "LAS" } ` + "\n" +
 		`{"s":"","i":2.0,"f":0,"b":false,"t":0,"extra":"ignored"}` // no final newline
-	s, err := JSONL("", jsonFields, strings.NewReader(in), nil)
+	s, err := JSONL("", jsonFields, nil, strings.NewReader(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestJSONLMalformed(t *testing.T) {
 	} {
 		t.Run(tc.line[:min(len(tc.line), 30)], func(t *testing.T) {
 			in := good + "\n" + tc.line + "\n" + good + "\n"
-			s, err := JSONL("events.jsonl", jsonFields, strings.NewReader(in), nil)
+			s, err := JSONL("events.jsonl", jsonFields, nil, strings.NewReader(in), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestJSONLMalformed(t *testing.T) {
 			}
 
 			errs, _ := core.NewErrorPolicy(core.Skip, "")
-			s2, _ := JSONL("events.jsonl", jsonFields, strings.NewReader(in), errs)
+			s2, _ := JSONL("events.jsonl", jsonFields, nil, strings.NewReader(in), errs)
 			defer s2.Close()
 			rows, pos := drain(t, s2)
 			if len(rows) != 2 || pos[1] != 3 || errs.Skipped.Load() != 1 {
@@ -117,14 +117,14 @@ func TestJSONLMalformed(t *testing.T) {
 }
 
 func TestJSONLConfig(t *testing.T) {
-	if _, err := JSONL("x.jsonl", nil, strings.NewReader(""), nil); err == nil || !strings.Contains(err.Error(), "no fields") {
+	if _, err := JSONL("x.jsonl", nil, nil, strings.NewReader(""), nil); err == nil || !strings.Contains(err.Error(), "no fields") {
 		t.Fatalf("no fields: %v", err)
 	}
-	if _, err := JSONL("/nonexistent/x.jsonl", jsonFields, nil, nil); err == nil || !strings.Contains(err.Error(), "/nonexistent/x.jsonl") {
+	if _, err := JSONL("/nonexistent/x.jsonl", jsonFields, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "/nonexistent/x.jsonl") {
 		t.Fatalf("missing file: %v", err)
 	}
 	p := writeFile(t, "x.jsonl", `{"s":"a","i":1,"f":1,"b":true,"t":0}`+"\n")
-	s, err := JSONL(p, jsonFields, nil, nil)
+	s, err := JSONL(p, jsonFields, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestJSONLConfig(t *testing.T) {
 func TestJSONLLongLine(t *testing.T) {
 	long := strings.Repeat("é", 100_000) // longer than the read buffer
 	in := fmt.Sprintf(`{"s":%q,"i":1,"f":1,"b":true,"t":0}`+"\n", long) + `{"s":"b","i":2,"f":1,"b":true,"t":0}`
-	s, _ := JSONL("", jsonFields, strings.NewReader(in), nil)
+	s, _ := JSONL("", jsonFields, nil, strings.NewReader(in), nil)
 	defer s.Close()
 	rows, _ := drain(t, s)
 	if len(rows) != 2 || rows[0][0].Str() != long || rows[1][0].Str() != "b" {
@@ -171,7 +171,7 @@ func TestJSONLMatchesEncodingJSON(t *testing.T) {
 			I int64
 		}
 		json.Unmarshal(line, &back)
-		s, _ := JSONL("", fields, strings.NewReader(string(line)), nil)
+		s, _ := JSONL("", fields, nil, strings.NewReader(string(line)), nil)
 		b, err := s.Next(ctx)
 		s.Close()
 		if err != nil {
@@ -201,7 +201,7 @@ func TestJSONLMatchesEncodingJSON(t *testing.T) {
 			return
 		}
 		errs, _ := core.NewErrorPolicy(core.Skip, "")
-		s, _ = JSONL("", fields, strings.NewReader(string(m)), errs)
+		s, _ = JSONL("", fields, nil, strings.NewReader(string(m)), errs)
 		b, err = s.Next(ctx)
 		s.Close()
 		if err == nil {
@@ -228,7 +228,7 @@ func BenchmarkJSONL(b *testing.B) {
 	}
 	data := sb.String()
 	r := strings.NewReader(data)
-	s, err := JSONL("", fields, io.MultiReader(repeatReader{r, data}), nil)
+	s, err := JSONL("", fields, nil, io.MultiReader(repeatReader{r, data}), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,6 +34,8 @@ type StdinOptions struct {
 	// that Stdin does not wait for input to start (a CSV header is read
 	// at once all the same).
 	Compression Compression
+	// Times says how Timestamp fields are written (as CSVOptions.Times).
+	Times TimeFormats
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -72,7 +74,7 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 	}
 	switch format {
 	case "csv":
-		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns}, errs)
+		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times}, errs)
 		if err != nil {
 			return nil, err
 		}
@@ -81,6 +83,9 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 		jo := jsonlOptions(opts.Columns)
 		if opts.JSON != nil {
 			jo = *opts.JSON
+		}
+		if jo.Times == nil {
+			jo.Times = opts.Times
 		}
 		jo.Format = JSONLines
 		if format == "json" {

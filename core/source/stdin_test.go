@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/timeparse"
 )
 
 var kv = []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}
@@ -161,5 +162,37 @@ func TestStdinFormat(t *testing.T) {
 	}
 	if _, err := Stdin("csv", StdinOptions{Reader: strings.NewReader(""), Header: true}, nil); err == nil || !strings.Contains(err.Error(), "stdin: empty input: no header") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// Timestamp fields of stdin, CSV and JSON lines, read by their formats.
+func TestStdinTimeFormats(t *testing.T) {
+	day, err := timeparse.New("%d.%m.%Y", "", "Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := timeparse.New("", "ms", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := []core.Field{{Name: "day", Type: core.Timestamp}, {Name: "at", Type: core.Timestamp}}
+	times := TimeFormats{"day": day, "at": ms}
+	for format, in := range map[string]string{
+		"csv":   "day,at\n14.07.2026,1784000000123\n",
+		"jsonl": `{"day":"14.07.2026","at":1784000000123}` + "\n",
+	} {
+		s, err := Stdin(format, StdinOptions{Reader: strings.NewReader(in), Header: true, Columns: fields, Times: times}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		got := fmt.Sprint(time.Unix(0, b.Row(0)[0].Time()).UTC(), " ", time.Unix(0, b.Row(0)[1].Time()).UTC())
+		if want := "2026-07-13 22:00:00 +0000 UTC 2026-07-14 03:33:20.123 +0000 UTC"; got != want {
+			t.Errorf("%s: %s, want %s", format, got, want)
+		}
+		s.Close()
 	}
 }

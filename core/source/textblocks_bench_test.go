@@ -102,7 +102,7 @@ func BenchmarkTextReadBlock(b *testing.B) {
 		{"csv", func() (core.Source, error) {
 			return CSV(csvPath, CSVOptions{Header: true, Columns: genFields, Parallelism: 1}, nil)
 		}},
-		{"jsonl", func() (core.Source, error) { return JSONL(jsonlPath, genFields, nil, nil) }},
+		{"jsonl", func() (core.Source, error) { return JSONL(jsonlPath, genFields, nil, nil, nil) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			src, err := bc.open()

@@ -236,11 +236,11 @@ func csvOpeners(t *testing.T, content string, opts CSVOptions, sizes []int64) (c
 func jsonlOpeners(t *testing.T, content string, fields []core.Field, sizes []int64) (c textCase) {
 	path := writeFile(t, "in.jsonl", content)
 	c.seq = func(errs *core.ErrorPolicy) (core.Source, error) {
-		return JSONL(path, fields, strings.NewReader(content), errs)
+		return JSONL(path, fields, nil, strings.NewReader(content), errs)
 	}
 	for _, size := range sizes {
 		c.blocks = append(c.blocks, func(errs *core.ErrorPolicy) (core.Source, error) {
-			return jsonlSource(path, fields, nil, errs, size)
+			return jsonlSource(path, fields, nil, nil, errs, size)
 		})
 	}
 	return c
@@ -411,10 +411,10 @@ func TestJSONLBlocksProperty(t *testing.T) {
 		size := int64(rapid.IntRange(1, 24).Draw(rt, "size"))
 		m := rapid.IntRange(1, 4).Draw(rt, "workers")
 		want := readNext(t, func(errs *core.ErrorPolicy) (core.Source, error) {
-			return JSONL(path, jsonlFields, strings.NewReader(content), errs)
+			return JSONL(path, jsonlFields, nil, strings.NewReader(content), errs)
 		}, core.DeadLetter)
 		got, _ := readByBlocks(t, func(errs *core.ErrorPolicy) (core.Source, error) {
-			return jsonlSource(path, jsonlFields, nil, errs, size)
+			return jsonlSource(path, jsonlFields, nil, nil, errs, size)
 		}, core.DeadLetter, m)
 		if d := got.diff(want); d != "" {
 			rt.Fatalf("%q, blocks of %d, %d workers: %s", content, size, m, d)
@@ -437,7 +437,7 @@ func TestTextBlocksWhatSplits(t *testing.T) {
 		t.Errorf("a CSV source over a reader is splittable")
 	}
 	s.Close()
-	j, err := JSONL("stdin", jsonlFields, strings.NewReader("{}\n"), nil)
+	j, err := JSONL("stdin", jsonlFields, nil, strings.NewReader("{}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestTextBlocksStop(t *testing.T) {
 		fmt.Fprintf(&b, "{\"k\":\"k%d\",\"v\":%d}\n", i%7, i)
 	}
 	path := writeFile(t, "in.jsonl", b.String())
-	s, err := jsonlSource(path, jsonlFields, nil, nil, 1<<20)
+	s, err := jsonlSource(path, jsonlFields, nil, nil, nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}

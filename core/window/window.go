@@ -20,8 +20,12 @@ type Spec struct {
 	// Size is the window length in ns; Slide the distance between window
 	// starts in ns (Slide = Size, or 0, for tumbling windows; Size must be a
 	// multiple of Slide for sliding ones). Windows are aligned to the epoch.
+	// Both are ignored when Calendar is set.
 	Size, Slide int64
-	Aggs        []Agg
+	// Calendar, if set, cuts windows by the calendar of a time zone
+	// (days, weeks, months, quarters, years) instead of by Size and Slide.
+	Calendar *Calendar
+	Aggs     []Agg
 	// LateToDeadLetter sends late records to the dead-letter file; otherwise
 	// they are dropped. Both are counted (ErrorPolicy.Late).
 	LateToDeadLetter bool
@@ -87,14 +91,23 @@ type ref struct {
 // aggregate. Every instance shares one kvstate.Map; each touches only the
 // key groups its channel owns.
 func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
-	if spec.Size <= 0 {
-		return core.OperatorDef{}, fmt.Errorf("%s: window size must be positive", spec.Name)
-	}
-	if spec.Slide == 0 {
-		spec.Slide = spec.Size
-	}
-	if spec.Slide <= 0 || spec.Slide > spec.Size || spec.Size%spec.Slide != 0 {
-		return core.OperatorDef{}, fmt.Errorf("%s: slide %d ns must be positive, at most the size %d ns, and divide it", spec.Name, spec.Slide, spec.Size)
+	cut := ""
+	if c := spec.Calendar; c != nil {
+		if err := c.Check(); err != nil {
+			return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		cut = c.String()
+	} else {
+		if spec.Size <= 0 {
+			return core.OperatorDef{}, fmt.Errorf("%s: window size must be positive", spec.Name)
+		}
+		if spec.Slide == 0 {
+			spec.Slide = spec.Size
+		}
+		if spec.Slide <= 0 || spec.Slide > spec.Size || spec.Size%spec.Slide != 0 {
+			return core.OperatorDef{}, fmt.Errorf("%s: slide %d ns must be positive, at most the size %d ns, and divide it", spec.Name, spec.Slide, spec.Size)
+		}
+		cut = fmt.Sprintf("size=%dns slide=%dns", spec.Size, spec.Slide)
 	}
 	ka, err := bindKeyedAgg(spec.Name, spec.Groups, spec.Key, spec.Aggs, in,
 		core.Field{Name: "window_start", Type: core.Timestamp}, core.Field{Name: "window_end", Type: core.Timestamp})
@@ -124,9 +137,13 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Name:  spec.Name,
 		Out:   out,
 		Order: order,
-		State: fmt.Sprintf("window size=%dns slide=%dns %s", spec.Size, spec.Slide, ka.describe(spec.Aggs)),
+		State: fmt.Sprintf("window %s %s", cut, ka.describe(spec.Aggs)),
 		New: func(env core.Env) (core.Operator, error) {
-			w := &windowOp{spec: spec, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
+			g, err := newGrid(&spec)
+			if err != nil {
+				return nil, err
+			}
+			w := &windowOp{spec: spec, g: g, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
 				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
 			if env.Rescaled {
 				w.wm = env.Watermark
@@ -138,6 +155,7 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 
 type windowOp struct {
 	spec  Spec
+	g     grid // this instance's: it caches the last pane
 	key   keyDef
 	aggs  []bound
 	out   *core.Schema
@@ -205,7 +223,6 @@ func (w *windowOp) newAccs() []acc {
 }
 
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
-	size, slide := w.spec.Size, w.spec.Slide
 	for i := 0; i < in.Len; i++ {
 		t := in.Time[i]
 		row := in.Row(i)
@@ -216,15 +233,14 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 			continue
 		}
 		// The record's pane, and the last window containing it.
-		start := floorDiv(t, slide) * slide
-		lastEnd := start + size
+		start, next, lastEnd := w.g.pane(t)
 		if lastEnd-1 <= w.wm { // every window of the pane has fired
 			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
 				return err
 			}
 			continue
 		}
-		if start+slide-1 <= w.wm { // its first windows have fired, not all
+		if next-1 <= w.wm { // its first windows have fired, not all
 			w.env.Errors.PartlyLateRecord()
 		}
 		h := in.Hash[i]
@@ -270,19 +286,20 @@ func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
 
 // register indexes the key at every window end of a new pane that no other
 // pane of the key already registered and that has not fired. A pane
-// starting at s belongs to the windows ending in [s+slide, s+size]; the
-// panes before and after it (sorted) cover contiguous ends next to it.
+// starting at s belongs to the windows ending in [next(s), lastEnd(s)]
+// ([s+slide, s+size] for fixed windows); the panes before and after it
+// (sorted) cover contiguous ends next to it.
 func (w *windowOp) register(st *keyState, i int, r ref) {
-	size, slide := w.spec.Size, w.spec.Slide
+	g := &w.g
 	p := &st.panes[i]
-	lo, hi := p.start+slide, p.start+size
+	lo, hi := g.next(p.start), g.lastEnd(p.start)
 	if i > 0 {
-		lo = max(lo, st.panes[i-1].start+size+slide)
+		lo = max(lo, g.next(g.lastEnd(st.panes[i-1].start)))
 	}
 	if i+1 < len(st.panes) {
 		hi = min(hi, st.panes[i+1].start)
 	}
-	for e := lo; e <= hi; e += slide {
+	for e := lo; e <= hi; e = g.next(e) {
 		if e-1 > w.wm {
 			w.index(e, r)
 		}
@@ -356,6 +373,7 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 			return nil
 		}
 		w.sortByKey(refs)
+		start := w.g.start(end)
 		for _, r := range refs {
 			w.touch(int(r.g))
 			st := r.st
@@ -366,10 +384,10 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				if p.start >= end {
 					break
 				}
-				if p.start+w.spec.Size <= end {
+				if w.g.lastEnd(p.start) <= end {
 					drop = j + 1 // this window is the pane's last
 				}
-				if p.start < end-w.spec.Size {
+				if p.start < start {
 					continue
 				}
 				accs := w.accs(p)
@@ -378,12 +396,12 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 				}
 			}
 			if err := overflow(w.aggs, w.tmp); err != nil {
-				if err := w.overflowed(end, st, err); err != nil {
+				if err := w.overflowed(start, end, st, err); err != nil {
 					return err
 				}
 			} else {
 				row := out.Append(seq, 0, end-1, 0)
-				row[0] = core.TimeValue(end - w.spec.Size)
+				row[0] = core.TimeValue(start)
 				row[1] = core.TimeValue(end)
 				copy(row[2:], st.key[:w.nk])
 				for a := range w.aggs {
@@ -411,12 +429,12 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 	}
 }
 
-// overflowed reports, by the job's on_error policy, the window ending at
-// end of key st whose result does not fit the output (err says why): the
+// overflowed reports, by the job's on_error policy, the window [start,
+// end) of key st whose result does not fit the output (err says why): the
 // row is not emitted. The dead letter is the row, the sum written exactly,
 // with no input position (a window has none).
-func (w *windowOp) overflowed(end int64, st *keyState, err error) error {
-	prefix := append([]core.Value{core.TimeValue(end - w.spec.Size), core.TimeValue(end)}, st.key[:w.nk]...)
+func (w *windowOp) overflowed(start, end int64, st *keyState, err error) error {
+	prefix := append([]core.Value{core.TimeValue(start), core.TimeValue(end)}, st.key[:w.nk]...)
 	return w.env.Errors.Bad(w.spec.Name, 0, describeRow(w.out, prefix, w.aggs, w.tmp), err)
 }
 
