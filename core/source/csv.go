@@ -175,7 +175,7 @@ type csvColumn struct {
 	// column, else its Default) instead of being parsed.
 	onEmpty bool
 	empty   core.Value
-	tp   *timeparse.Parser // Timestamp columns: this reader's own
+	tp      *timeparse.Parser // Timestamp columns: this reader's own
 }
 
 // csvCol is the csvColumn of field f at record index i.

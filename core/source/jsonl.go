@@ -273,13 +273,13 @@ type jsonlReader struct {
 	in     *bufio.Reader
 	schema *core.Schema
 	errs   *core.ErrorPolicy
-	tree   *pnode      // the record's fields
-	doc    *pnode      // under explode: the value's $-fields and the array
+	tree   *pnode              // the record's fields
+	doc    *pnode              // under explode: the value's $-fields and the array
 	str    []*interner         // per String field
 	tp     []*timeparse.Parser // per Timestamp field
 	state  []uint8             // per field: fieldMissing, …
-	off    []*pnode    // per field under fieldOffPath: the node whose value is not what its path needs
-	offGot []byte      // … and the first byte of that value
+	off    []*pnode            // per field under fieldOffPath: the node whose value is not what its path needs
+	offGot []byte              // … and the first byte of that value
 
 	lineNo int64  // the line the current value starts on
 	base   int64  // added to every line reported: the file's ordinal (setPosBase)
