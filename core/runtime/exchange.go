@@ -295,7 +295,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	r.splitIn = splitIn
 	first := &routing{block: r.startBlock}
 	if len(reg.Key) > 0 {
-		first.table = kvstate.NewTable(reg.Groups, reg.Channels)
+		first.table = startTable(r.restore, true, reg.Groups, reg.Channels)
 	}
 	for range m {
 		w, err := r.newWorker(first.table, reg.Channels)
@@ -595,7 +595,7 @@ func (r *run) placeChange(n, b int) error {
 	rc.watermark = make(chan struct{})
 	next := &routing{block: b, change: rc}
 	if last.table != nil {
-		next.table = kvstate.NewTable(last.table.Groups(), n)
+		next.table = last.table.Resize(n)
 		rc.plan(last.table, next.table)
 	}
 	// Workers kept (those of the routing before that have not stopped:

@@ -135,7 +135,7 @@ func (r *run) rescale(n int) error {
 	rc := newReconf(sp.seq, from, n, 2)
 	var table *kvstate.Table
 	if sp.table != nil {
-		table = kvstate.NewTable(sp.groups, n)
+		table = sp.table.Resize(n)
 		rc.plan(sp.table, table)
 	}
 	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)

@@ -420,6 +420,7 @@ func (r *run) build() error {
 			if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
 				return err
 			}
+			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.cpu = r.srcCPU
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
