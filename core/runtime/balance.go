@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -64,7 +65,7 @@ type RebalancePlan struct {
 	// aimed at (raised to the heaviest key group's share when one group is
 	// heavier than the target allows).
 	Before, After, Target float64
-	Groups int   // key groups moved
+	Groups int   // key groups to move
 	Bytes  int64 // their state bytes (operators' estimates: core.StateSizer)
 	Steps  int   // live changes it takes
 }
@@ -157,6 +158,7 @@ func (gl *groupLoad) moved(lost []loss, gained []int) {
 // under the exchange's lock).
 type balancer struct {
 	cfg      Rebalance
+	log      *slog.Logger
 	period   time.Duration
 	maxPause float64 // ns
 	cost     balance.Cost
@@ -187,8 +189,8 @@ type rebalanceRequest struct {
 	reply  chan RebalancePlan
 }
 
-func newBalancer(cfg *Rebalance, groups int) *balancer {
-	b := &balancer{cfg: *cfg, groups: groups, period: cfg.Period, cost: cfg.Cost, maxPause: float64(cfg.MaxPause),
+func newBalancer(cfg *Rebalance, groups int, log *slog.Logger) *balancer {
+	b := &balancer{cfg: *cfg, groups: groups, log: log, period: cfg.Period, cost: cfg.Cost, maxPause: float64(cfg.MaxPause),
 		prev: map[*groupLoad][]uint64{}, requests: make(chan rebalanceRequest, 16)}
 	if b.period <= 0 {
 		b.period = time.Second
@@ -265,6 +267,7 @@ func (b *balancer) next(r *run, cur *kvstate.Table) *kvstate.Table {
 	}
 	b.mu.Lock()
 	b.stepsN++
+	b.moved += int64(len(step))
 	b.mu.Unlock()
 	return next
 }
@@ -308,12 +311,13 @@ func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64
 	b.steps = steps
 	b.mu.Lock()
 	b.plans++
-	b.moved += int64(len(p.Moves))
 	b.bytes += p.Bytes
 	if b.first == nil {
 		b.first = &out
 	}
 	b.mu.Unlock()
+	b.log.Info("rebalance", "t", now.Sub(b.start).Round(time.Millisecond), "loads", fmt.Sprint(per), "skew", fmt.Sprintf("%.3f", out.Before),
+		"planned", fmt.Sprintf("%.3f", out.After), "target", fmt.Sprintf("%.3f", out.Target), "groups", out.Groups, "bytes", out.Bytes, "steps", out.Steps)
 	if w := b.cfg.Timeline; w != nil {
 		fmt.Fprintf(w, "%.3f,%d,%.4f,%.4f,%.4f,%d,%d,%d\n", now.Sub(b.start).Seconds(), channels, out.Before, out.After, out.Target, out.Groups, out.Bytes, out.Steps)
 	}
@@ -460,8 +464,8 @@ func (l Live) Rebalance(ctx context.Context, target float64) (RebalancePlan, err
 // RebalanceReport sums up a run's rebalancing.
 type RebalanceReport struct {
 	Plans, Steps int64
-	Groups       int64 // key groups moved, over all plans
-	Bytes        int64 // their state bytes (estimates)
+	Groups       int64 // key groups moved by the steps done (planned or random)
+	Bytes        int64 // state bytes of the groups plans chose (estimates)
 	// First is the first plan (nil: none); Latest the records per channel
 	// in the last period measured, and its skew.
 	First      *RebalancePlan

@@ -412,7 +412,7 @@ func (r *run) build() error {
 		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		if reg.Rebalance != nil && len(reg.Key) > 0 {
-			r.bal = newBalancer(reg.Rebalance, reg.Groups)
+			r.bal = newBalancer(reg.Rebalance, reg.Groups, r.log)
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
 		if workers > 0 {
