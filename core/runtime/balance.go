@@ -65,9 +65,9 @@ type RebalancePlan struct {
 	// aimed at (raised to the heaviest key group's share when one group is
 	// heavier than the target allows).
 	Before, After, Target float64
-	Groups int   // key groups to move
-	Bytes  int64 // their state bytes (operators' estimates: core.StateSizer)
-	Steps  int   // live changes it takes
+	Groups                int   // key groups to move
+	Bytes                 int64 // their state bytes (operators' estimates: core.StateSizer)
+	Steps                 int   // live changes it takes
 }
 
 // ErrNoRebalance: the region cannot be rebalanced (stateless, or no
