@@ -103,6 +103,16 @@ type Migrator interface {
 	AdoptGroups(groups []int, released any)
 }
 
+// StateSizer is implemented by keyed operators that can estimate how much
+// state a key group holds, so that a rebalance moves few bytes
+// (kvstate/balance). GroupBytes is called on the instance's own goroutine,
+// only for key groups its channel owns; it must be cheap (O(1): a count
+// times a per-entry size, not a walk of the state).
+type StateSizer interface {
+	// GroupBytes returns the estimated state bytes of key group g.
+	GroupBytes(g int) int64
+}
+
 // OperatorDef is an operator bound to its input schema: what the job graph
 // knows before any instance exists. Definitions are built once per job
 // (expressions compiled, lookup tables loaded, state stores created) and

@@ -120,3 +120,78 @@ func TestOwnedPartitions(t *testing.T) {
 		}
 	}
 }
+
+// Resize of a jump-hashed table is the jump-hashed table of the new
+// channel count, so a job that never rebalanced moves what it always did.
+func TestResizeOfJumpTable(t *testing.T) {
+	for m := 1; m <= 12; m++ {
+		for n := 1; n <= 12; n++ {
+			if got := NewTable(256, m).Resize(n); !got.Equal(NewTable(256, n)) {
+				t.Fatalf("NewTable(256, %d).Resize(%d) differs from NewTable(256, %d)", m, n, n)
+			}
+		}
+	}
+}
+
+// A rebalanced (explicit) table resized: growing moves groups only into
+// the channels added; shrinking moves only the removed channels' groups,
+// into the channels left; every owner is a channel of the new count; and
+// NewAssigned(Owners()) gives the table back.
+func TestResizeExplicitTable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		groups := 1 << rapid.IntRange(0, 9).Draw(t, "shift")
+		m := rapid.IntRange(1, 16).Draw(t, "from")
+		n := rapid.IntRange(1, 16).Draw(t, "to")
+		owners := rapid.SliceOfN(rapid.IntRange(0, m-1), groups, groups).Draw(t, "owners")
+		a, err := NewAssigned(owners, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := NewAssigned(a.Owners(), m); err != nil || !b.Equal(a) {
+			t.Fatalf("NewAssigned(Owners()) = %v, %v", b, err)
+		}
+		b := a.Resize(n)
+		if b.Channels() != n {
+			t.Fatalf("%d channels", b.Channels())
+		}
+		for _, mv := range Moves(a, b) {
+			switch {
+			case mv.To >= n:
+				t.Fatalf("group %d moved to %d of %d channels", mv.Group, mv.To, n)
+			case n > m && mv.To < m:
+				t.Fatalf("growing %d→%d: group %d moved %d→%d, not into a new channel", m, n, mv.Group, mv.From, mv.To)
+			case n <= m && mv.From < n:
+				t.Fatalf("shrinking %d→%d: group %d of a kept channel moved %d→%d", m, n, mv.Group, mv.From, mv.To)
+			}
+		}
+	})
+}
+
+func TestReassignAndNewAssignedErrors(t *testing.T) {
+	a := NewTable(16, 3)
+	g := 5
+	from := a.Owner(g)
+	to := (from + 1) % 3
+	b, err := a.Reassign([]Move{{Group: g, From: from, To: to}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := Moves(a, b); len(ms) != 1 || ms[0] != (Move{Group: g, From: from, To: to}) {
+		t.Fatalf("moves %v", ms)
+	}
+	if a.Owner(g) != from {
+		t.Fatal("Reassign changed the table it was called on")
+	}
+	if _, err := a.Reassign([]Move{{Group: g, From: to, To: from}}); err == nil {
+		t.Fatal("a move from a channel that does not own the group was accepted")
+	}
+	if _, err := a.Reassign([]Move{{Group: g, From: from, To: 3}}); err == nil {
+		t.Fatal("a move to channel 3 of 3 was accepted")
+	}
+	if _, err := NewAssigned([]int{0, 1, 2}, 3); err == nil {
+		t.Fatal("3 key groups accepted")
+	}
+	if _, err := NewAssigned([]int{0, 1, 2, 3}, 3); err == nil {
+		t.Fatal("owner 3 of 3 channels accepted")
+	}
+}

@@ -64,6 +64,13 @@ type Metadata struct {
 	OperatorStates []string `json:"operator_states,omitempty"`
 	KeyGroups      int      `json:"key_groups,omitempty"`
 	Channels       int      `json:"channels,omitempty"`
+	// Owners is the key-group table the checkpoint was taken under:
+	// element g is the channel that owned key group g (an explicit
+	// assignment after a rebalance; jump hashing otherwise). A restore
+	// starts from it (resized when the job runs another channel count).
+	// Empty in checkpoints of stateless regions and of streamd before
+	// 2027-01 (a restore then starts from jump hashing).
+	Owners []int `json:"owners,omitempty"`
 	// Watermark is the event time (ns) the job had reached.
 	Watermark int64             `json:"watermark,omitempty"`
 	Extra     map[string]string `json:"extra,omitempty"`

@@ -182,6 +182,21 @@ func (m *metricsServer) writeJob(e *expo, l liveView) {
 		e.sample("streamd_rescale_drain_seconds", r.DrainMax.Seconds(), "quantile", "1")
 	}
 
+	if rb := r.Rebalance; rb != nil {
+		e.family("streamd_rebalance_steps_total", "counter", "Rebalance steps carried out (key groups moved between channels at the same channel count).")
+		e.sample("streamd_rebalance_steps_total", float64(rb.Steps))
+		e.family("streamd_rebalance_groups_moved_total", "counter", "Key groups moved by rebalancing.")
+		e.sample("streamd_rebalance_groups_moved_total", float64(rb.Groups))
+		e.family("streamd_rebalance_skew", "gauge", "Max channel load / mean in the last period the rebalancer measured (records).")
+		e.sample("streamd_rebalance_skew", rb.LatestSkew)
+		e.family("streamd_rebalance_pause_seconds", "gauge", "Pauses of the channels that lost or gained key groups in a rebalance step, at quantiles (1 = max).")
+		if rb.Steps > 0 {
+			e.sample("streamd_rebalance_pause_seconds", rb.PauseP50.Seconds(), "quantile", "0.5")
+			e.sample("streamd_rebalance_pause_seconds", rb.PauseP99.Seconds(), "quantile", "0.99")
+			e.sample("streamd_rebalance_pause_seconds", rb.PauseMax.Seconds(), "quantile", "1")
+		}
+	}
+
 	e.family("streamd_late_records_total", "counter", "Records that arrived after their windows fired.")
 	e.sample("streamd_late_records_total", float64(r.Late))
 	e.family("streamd_partly_late_records_total", "counter", "Records that arrived after some of their sliding windows fired (missing from those).")

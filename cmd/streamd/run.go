@@ -245,6 +245,16 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 		fmt.Fprintf(w, "rescales: %d, channel pause p50 %s, p99 %s, max %s; source drain wait p50 %s, max %s\n", r.Rescales,
 			r.PauseP50, r.PauseP99, r.PauseMax, r.DrainP50, r.DrainMax)
 	}
+	if rb := r.Rebalance; rb != nil {
+		fmt.Fprintf(w, "rebalance: %d plans, %d steps, %d key groups moved (%s of state), step pause p50 %s, p99 %s, max %s\n",
+			rb.Plans, rb.Steps, rb.Groups, byteSize(rb.Bytes), rb.PauseP50, rb.PauseP99, rb.PauseMax)
+		if p := rb.First; p != nil {
+			fmt.Fprintf(w, "  before: records per channel %v (skew %.2f); planned %v (skew %.2f, target %.2f)\n", p.Loads, p.Before, p.Planned, p.After, p.Target)
+		}
+		if len(rb.Latest) > 0 {
+			fmt.Fprintf(w, "  last period: records per channel %v (skew %.2f)\n", rb.Latest, rb.LatestSkew)
+		}
+	}
 	if r.Checkpoints > 0 || r.CheckpointTimeouts > 0 || r.CheckpointFailures > 0 {
 		fmt.Fprintf(w, "checkpoints: %d (%d timed out, %d failed), duration p50 %s, p99 %s, barrier pause p99 %s, copy-on-write stalls %d (p99 %s, max %s)\n", r.Checkpoints, r.CheckpointTimeouts, r.CheckpointFailures,
 			r.CheckpointP50.Round(time.Microsecond), r.CheckpointP99.Round(time.Microsecond), r.SnapshotPauseP99.Round(time.Microsecond),
@@ -294,4 +304,17 @@ func hasController(job *runtime.Job) bool {
 	}
 	p := job.Region.Elastic.Policy
 	return p != "" && p != "off"
+}
+
+// byteSize writes n bytes as B, KiB, MiB or GiB.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -151,6 +151,9 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		if err := f.buildElastic(r.Elastic, reg, opt); err != nil {
 			return nil, err
 		}
+		if err := f.buildRebalance(r.Rebalance, reg); err != nil {
+			return nil, err
+		}
 		if reg.Ops, schema, err = f.buildOps("region.ops", r.Ops, schema, errs, reg); err != nil {
 			return nil, err
 		}
@@ -731,6 +734,58 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 	case n > 0:
 		opt.Warn(fmt.Sprintf("%s holds %d checkpoint(s) of an unfinished run: run --restore latest resumes it; run without --restore refuses to start until the directory is removed", dir, n))
 	}
+	return nil
+}
+
+// DefaultRebalance is region.rebalance when a keyed region does not say
+// (docs/JOB.md, "region.rebalance", says why).
+const DefaultRebalance = "off"
+
+// buildRebalance configures load balancing at the same channel count
+// (runtime.Rebalance) for a keyed region: off, auto, or a random-steps
+// schedule (tests, demonstrations).
+func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
+	if s == nil {
+		if len(reg.Key) == 0 || DefaultRebalance == "off" {
+			return nil
+		}
+		s = &RebalanceSpec{Mode: DefaultRebalance}
+	}
+	switch s.Mode {
+	case "off", "auto":
+	default:
+		return f.errAt("region.rebalance", "unknown rebalance mode %q (expected off or auto)", s.Mode)
+	}
+	if len(reg.Key) == 0 && s.Mode != "off" {
+		return f.errAt("region.rebalance", "rebalancing moves key groups: the region needs key_by")
+	}
+	if s.RandomEvery < 0 {
+		return f.errAt("region.rebalance.random_every", "random_every must be positive (or 0 for none), not %d", s.RandomEvery)
+	}
+	cfg := &runtime.Rebalance{Auto: s.Mode == "auto" && s.RandomEvery == 0, RandomEvery: s.RandomEvery, Seed: s.Seed}
+	if t := s.TargetSkew; t != nil {
+		if !(*t >= 1 && *t <= 100) {
+			return f.errAt("region.rebalance.target_skew", "target_skew is max channel load / mean: between 1 and 100, not %v", *t)
+		}
+		cfg.TargetSkew = *t
+	}
+	var err error
+	if cfg.Period, err = f.duration("region.rebalance.period", s.Period, time.Second); err != nil {
+		return err
+	}
+	if cfg.Period <= 0 {
+		return f.errAt("region.rebalance.period", "period must be positive, not %s", cfg.Period)
+	}
+	if cfg.MaxPause, err = f.duration("region.rebalance.max_pause", s.MaxPause, time.Millisecond); err != nil {
+		return err
+	}
+	if cfg.MaxPause <= 0 {
+		return f.errAt("region.rebalance.max_pause", "max_pause must be positive, not %s", cfg.MaxPause)
+	}
+	if s.Mode == "off" {
+		return nil
+	}
+	reg.Rebalance = cfg
 	return nil
 }
 

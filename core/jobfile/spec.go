@@ -39,12 +39,48 @@ type EventTimeSpec struct {
 
 // RegionSpec is the parallel region.
 type RegionSpec struct {
-	Channels  *int         `yaml:"channels"`
-	KeyBy     []string     `yaml:"key_by"`
-	KeyGroups int          `yaml:"key_groups"`
-	Ordered   *bool        `yaml:"ordered"`
-	Ops       []OpSpec     `yaml:"ops"`
-	Elastic   *ElasticSpec `yaml:"elastic"`
+	Channels  *int           `yaml:"channels"`
+	KeyBy     []string       `yaml:"key_by"`
+	KeyGroups int            `yaml:"key_groups"`
+	Ordered   *bool          `yaml:"ordered"`
+	Ops       []OpSpec       `yaml:"ops"`
+	Elastic   *ElasticSpec   `yaml:"elastic"`
+	Rebalance *RebalanceSpec `yaml:"rebalance"`
+}
+
+// RebalanceSpec is region.rebalance (docs/JOB.md): off, auto, or a
+// mapping of the settings below (mode auto unless it says off).
+type RebalanceSpec struct {
+	Mode       string   `yaml:"mode"` // off | auto
+	TargetSkew *float64 `yaml:"target_skew"`
+	Period     string   `yaml:"period"`
+	MaxPause   string   `yaml:"max_pause"`
+	// RandomEvery, for tests and demonstrations: a step moving 1–8 random
+	// key groups every random_every source batches (seeded), whatever the
+	// load.
+	RandomEvery int    `yaml:"random_every"`
+	Seed        uint64 `yaml:"seed"`
+}
+
+// rebalanceFields is RebalanceSpec without its decoder.
+type rebalanceFields RebalanceSpec
+
+// UnmarshalYAML takes the scalar form (off, auto) or the mapping.
+func (r *RebalanceSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	var mode string
+	if err := unmarshal(&mode); err == nil {
+		*r = RebalanceSpec{Mode: mode}
+		return nil
+	}
+	var f rebalanceFields
+	if err := unmarshal(&f); err != nil {
+		return err
+	}
+	*r = RebalanceSpec(f)
+	if r.Mode == "" {
+		r.Mode = "auto"
+	}
+	return nil
 }
 
 // ElasticSpec configures live channel changes (docs/JOB.md).

@@ -256,8 +256,12 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	if info.block >= 0 {
 		sources["block"] = info.block
 	}
+	var owners []int
+	if info.table != nil {
+		owners = info.table.Owners()
+	}
 	return w.Commit(snapshot.Metadata{
-		Sources:   sources,
+		Sources: sources, Owners: owners,
 		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
 		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink},
 	})
@@ -307,7 +311,31 @@ func checkRestore(meta *snapshot.Metadata, cfg *Checkpointing, ops []core.Operat
 	if groups > 0 && meta.KeyGroups > 0 && meta.KeyGroups != groups {
 		return fmt.Errorf("%w: %s has %d key groups, the job %d", ErrCheckpointMismatch, id, meta.KeyGroups, groups)
 	}
+	if len(meta.Owners) > 0 {
+		if _, err := kvstate.NewAssigned(meta.Owners, meta.Channels); err != nil {
+			return fmt.Errorf("%w: %s: its key-group table: %v", ErrCheckpointMismatch, id, err)
+		}
+		if groups > 0 && len(meta.Owners) != groups {
+			return fmt.Errorf("%w: %s has a table of %d key groups, the job %d", ErrCheckpointMismatch, id, len(meta.Owners), groups)
+		}
+	}
 	return nil
+}
+
+// startTable is the key-group table a keyed region of groups key groups
+// starts with on n channels: the restored checkpoint's table (resized to
+// n when it was taken at another channel count: kvstate.Table.Resize), or
+// jump hashing. nil for a stateless region (keyed false).
+func startTable(restore *snapshot.Checkpoint, keyed bool, groups, n int) *kvstate.Table {
+	if !keyed {
+		return nil
+	}
+	if restore != nil && len(restore.Meta.Owners) == groups {
+		if t, err := kvstate.NewAssigned(restore.Meta.Owners, restore.Meta.Channels); err == nil { // checked by checkRestore
+			return t.Resize(n)
+		}
+	}
+	return kvstate.NewTable(groups, n)
 }
 
 // stateFile names operator i's state file from channel c.

@@ -295,7 +295,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	r.splitIn = splitIn
 	first := &routing{block: r.startBlock}
 	if len(reg.Key) > 0 {
-		first.table = kvstate.NewTable(reg.Groups, reg.Channels)
+		first.table = startTable(r.restore, true, reg.Groups, reg.Channels)
 	}
 	for range m {
 		w, err := r.newWorker(first.table, reg.Channels)
@@ -527,9 +527,18 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 			r.ck.begin(r.ck.epoch)
 			x.pending = next
 			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
-		case r.scaler != nil:
-			if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
-				err = r.placeChange(n, next)
+		default:
+			placed := false
+			if r.scaler != nil {
+				if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
+					err, placed = r.placeChange(n, next, nil), true
+				}
+			}
+			if r.bal != nil && !placed {
+				last := x.configs[len(x.configs)-1]
+				if t := r.bal.next(r, last.table); t != nil {
+					err = r.placeChange(last.channels(), next, t)
+				}
 			}
 		}
 	}
@@ -572,12 +581,14 @@ func (r *run) sourceCores() int {
 }
 
 // placeChange places a change to n channels before block b, which no
-// worker has started (x.mu held): prepare (rescale.go) — the new routing
+// worker has started (x.mu held), or, with table set, a rebalance step to
+// table at the same channel count and the same workers: prepare
+// (rescale.go) — the new routing
 // (the workers it keeps and adds, the key groups that move, the rings),
 // the channels and workers it adds, started at once: new channels wait
 // for their key groups and for the watermark state at b (channel 0
 // publishes it when it reaches the change), new workers for their blocks.
-func (r *run) placeChange(n, b int) error {
+func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 	x := r.x
 	if n < 1 || n > r.maxChannels {
 		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
@@ -591,11 +602,19 @@ func (r *run) placeChange(n, b int) error {
 		}
 	}
 	m := r.workersFor(n, max(1, alive))
+	if table != nil {
+		m = max(1, alive)
+	}
 	rc := newReconf(uint64(b)<<blockSeqBits, from, n, m+1)
 	rc.watermark = make(chan struct{})
+	rc.balance = table != nil
 	next := &routing{block: b, change: rc}
-	if last.table != nil {
-		next.table = kvstate.NewTable(last.table.Groups(), n)
+	switch {
+	case table != nil:
+		next.table = table
+		rc.plan(last.table, next.table)
+	case last.table != nil:
+		next.table = last.table.Resize(n)
 		rc.plan(last.table, next.table)
 	}
 	// Workers kept (those of the routing before that have not stopped:
@@ -643,7 +662,9 @@ func (r *run) placeChange(n, b int) error {
 	}
 	x.publish()
 	r.mergerOuts = rc.outs
-	r.changed(n)
+	if table == nil {
+		r.changed(n)
+	}
 	for _, w := range added {
 		r.startWorker(w)
 	}

@@ -105,6 +105,9 @@ type Region struct {
 	// Elastic, if set, lets a controller change the channel count while the
 	// job runs.
 	Elastic *Elastic
+	// Rebalance, if set on a keyed region, evens out the channels' load
+	// under key skew at the same channel count (balance.go); nil: off.
+	Rebalance *Rebalance
 	// Schedule, if set (tests, demos), is asked after every source batch
 	// (numbered from 1) for the channel count; 0 keeps the current one.
 	Schedule func(batch int64) int

@@ -29,6 +29,9 @@ type Report struct {
 	DrainP50, DrainMax time.Duration
 	// Channels now (the live value for a running job).
 	CurrentChannels int
+	// Rebalance sums up load balancing at the same channel count (nil
+	// when the region has none configured). Its steps are not Rescales.
+	Rebalance *RebalanceReport
 	// Checkpoints completed, their duration (barrier injected → written)
 	// and the data-path pause of a channel's snapshot at the barrier.
 	Checkpoints                  int64
@@ -172,5 +175,6 @@ func (r *run) report(wall time.Duration) *Report {
 	rep.SerialFraction = serialFraction(rep.Stages, rep.ProcessCPU)
 	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.pauses.percentiles()
 	rep.DrainP50, _, rep.DrainMax = r.drains.percentiles()
+	rep.Rebalance = r.rebalanceReport()
 	return rep
 }

@@ -56,6 +56,9 @@ type reconf struct {
 	// global run queue, which is searched before the P's own next
 	// goroutine can be stolen), so waiters park at once.
 	spin bool
+	// balance says the change is a rebalance step (same channel count):
+	// only the channels that lose or gain key groups count a pause.
+	balance bool
 
 	// With source workers: watermark is closed once channel 0 has
 	// published, at the marker, the watermark state the channels added
@@ -135,7 +138,7 @@ func (r *run) rescale(n int) error {
 	rc := newReconf(sp.seq, from, n, 2)
 	var table *kvstate.Table
 	if sp.table != nil {
-		table = kvstate.NewTable(sp.groups, n)
+		table = sp.table.Resize(n)
 		rc.plan(sp.table, table)
 	}
 	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
@@ -256,8 +259,26 @@ func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 	if err := r.adopt(c, rc, insts, sc); err != nil {
 		return err
 	}
-	r.pauses.record(time.Since(t0))
+	switch {
+	case !rc.balance:
+		r.pauses.record(time.Since(t0))
+	case (c < len(rc.lose) && len(rc.lose[c]) > 0) || (c < len(rc.expect) && rc.expect[c] > 0):
+		r.balancePauses.record(time.Since(t0))
+	}
 	return nil
+}
+
+// gains lists the key groups channel c gains in the change.
+func (rc *reconf) gains(c int) []int {
+	var gs []int
+	for _, ls := range rc.lose {
+		for _, l := range ls {
+			if l.to == c {
+				gs = append(gs, l.groups...)
+			}
+		}
+	}
+	return gs
 }
 
 // join is what a channel added by the change does before its first record:

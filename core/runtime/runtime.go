@@ -71,6 +71,12 @@ type run struct {
 	initialTable *kvstate.Table
 	sinkEpoch    uint64 // epochs committed to the sink (sink goroutine)
 
+	// Rebalancing (balance.go): nil without; loads[c] is channel c's
+	// current stage's count of records per key group.
+	bal           *balancer
+	loads         []atomic.Pointer[groupLoad]
+	balancePauses durationHist
+
 	// Live reconfiguration (rescale.go).
 	rescales                  atomic.Int64
 	pauses                    durationHist
@@ -405,6 +411,10 @@ func (r *run) build() error {
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
+		if reg.Rebalance != nil && len(reg.Key) > 0 {
+			r.bal = newBalancer(reg.Rebalance, reg.Groups, r.log)
+			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
+		}
 		if workers > 0 {
 			r.yield = n+workers+1 > goruntime.NumCPU()
 			if err := r.buildExchange(workers, splitIn); err != nil {
@@ -420,6 +430,7 @@ func (r *run) build() error {
 			if r.splitter, err = newSplitter(ins, splitIn, reg, r.maxChannels); err != nil {
 				return err
 			}
+			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.cpu = r.srcCPU
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
@@ -695,6 +706,13 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 				}
 			}
 		}
+		if r.bal != nil {
+			if t := r.bal.next(r, r.splitter.table); t != nil {
+				if err = r.rebalanceStep(t); err != nil {
+					break
+				}
+			}
+		}
 		if ctx.Err() != nil {
 			err = ctx.Err()
 			break
@@ -908,6 +926,15 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		out.Close()
 		r.bell.ring()
 	}()
+	var gl *groupLoad
+	if r.bal != nil {
+		start := r.initialTable
+		if join != nil {
+			start = nil // it owns what it adopts
+		}
+		gl = newGroupLoad(r.job.Region.Groups, start, c)
+		r.loads[c].Store(gl)
+	}
 	if r.restore != nil && join == nil {
 		if err := restoreChannel(r.restore, insts, r.initialTable, c); err != nil {
 			r.fail(err)
@@ -921,6 +948,9 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			r.fail(err)
 			in.Cancel()
 			return
+		}
+		if gl != nil {
+			gl.moved(nil, join.gains(c))
 		}
 	}
 	for {
@@ -943,17 +973,26 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 				return
 			}
 			retire = c >= reconfOf(b).to
+			if gl != nil && c < len(reconfOf(b).lose) {
+				gl.moved(reconfOf(b).lose[c], reconfOf(b).gains(c))
+			}
 		}
 		if kind == core.Barrier && r.ck != nil {
 			t0 := time.Now()
 			snapshotChannel(barrierOf(b), insts, c, r.ck.acks, &r.wg, r.ck.stall)
 			r.ck.pause(time.Since(t0))
 		}
+		if gl != nil && kind == core.Data {
+			gl.count(b)
+		}
 		t0 := time.Now()
 		err = chain.Push(b)
 		if kind == core.Data {
 			stats.BusyNs.Add(int64(time.Since(t0)))
 			stats.Records.Add(int64(n))
+		}
+		if gl != nil {
+			gl.serve(insts)
 		}
 		stats.Batches.Add(1)
 		if err == nil && kind == core.Data {

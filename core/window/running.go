@@ -1,6 +1,8 @@
 package window
 
 import (
+	"unsafe"
+
 	"streamd/core"
 	"streamd/kvstate"
 )
@@ -113,6 +115,13 @@ func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {
 		}
 	}
 	return nil
+}
+
+// GroupBytes implements core.StateSizer: the keys of group g times one
+// key's state and its map slot (an estimate: string keys' bytes and
+// out-of-line accumulators are not counted).
+func (r *runningOp) GroupBytes(g int) int64 {
+	return int64(r.state.Len(g)) * int64(unsafe.Sizeof(running{})+16)
 }
 
 // ReleaseGroups implements core.Migrator: the running aggregate keeps no

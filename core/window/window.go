@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"streamd/core"
 	"streamd/kvstate"
@@ -458,6 +459,13 @@ func describe(s *core.Schema, row []core.Value) string {
 		sb.Write(buf)
 	}
 	return sb.String()
+}
+
+// GroupBytes implements core.StateSizer: the keys of group g times one
+// key's state block and its map slot (a key's out-of-place panes and
+// string bytes are not counted: an estimate).
+func (w *windowOp) GroupBytes(g int) int64 {
+	return int64(w.state.Len(g)) * int64(unsafe.Sizeof(keyState{})+16)
 }
 
 // ReleaseGroups implements core.Migrator: it removes the keys of groups
