@@ -16,7 +16,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt timelines")
 
 // The region of most tests: 1000 records/s per channel, each added channel
 // 1 % less effective, 2 % noise on the offered load, up to 32 cores.
-var base = Model{ChannelRate: 1000, Efficiency: 0.99, Noise: 0.02, Seed: 1}
+var base = Model{ChannelRate: 1000, Efficiency: 0.99, Noise: 0.02, Seed: 1, Lossy: true}
 
 func config() elastic.Config {
 	cfg := elastic.DefaultConfig()
@@ -395,3 +395,66 @@ func TestTimelines(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRealism checks the model's queue, pause, capacity curves and CPU
+// starvation against values worked out by hand.
+func TestModelRealism(t *testing.T) {
+	// Knee 6, +25 % per channel beyond: 6 + 0.25·4 = 7 channels' worth at 10.
+	m := Model{ChannelRate: 1000, Knee: 6, Beyond: 0.25}
+	if got := m.Capacity(10); got != 7000 {
+		t.Errorf("sub-linear Capacity(10) = %v, want 7000", got)
+	}
+	if got := (Model{ChannelRate: 1000, Knee: 6}).Capacity(10); got != 6000 {
+		t.Errorf("flat Capacity(10) = %v, want 6000", got)
+	}
+	// 8 cores, 2 serial stages: 6 cores for channels; 12 channels run half
+	// the time each. Busy (wall) reads 1, CPU 0.5.
+	m = Model{ChannelRate: 1000, Cores: 8, SerialStages: 2, ThreadCPU: true, Lossy: true}
+	if got := m.Capacity(12); got != 6000 {
+		t.Errorf("starved Capacity(12) = %v, want 6000", got)
+	}
+	p := m.Period(9000, 12)
+	if p.Throughput() != 6000 || p.Utilization() != 1 || p.TrueRate() != 1000 {
+		t.Errorf("starved period: throughput %v util %v true rate %v, want 6000, 1, 1000", p.Throughput(), p.Utilization(), p.TrueRate())
+	}
+	// Queue: 3000/s offered to 2000/s of capacity for 3 periods, then 1000/s:
+	// the backlog grows by 1000 a period and drains at 1000 a period.
+	m = Model{ChannelRate: 1000, ReportBacklog: true}
+	tl := Run(m, fixed(2), Schedule(Point{0, 3000}, Point{3, 1000}), 7)
+	var got []float64
+	for _, s := range tl {
+		got = append(got, s.Backlog)
+	}
+	if want := []float64{1000, 2000, 3000, 2000, 1000, 0, 0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("backlog %v, want %v", got, want)
+	}
+	if c := tl[3].Congestion; math.Abs(c-0.5) > 1e-9 { // demand 1000 + 3000 of backlog, takes 2000
+		t.Errorf("congestion while draining = %v, want 0.5", c)
+	}
+	// Pause: a change costs 100 ms in the period it takes effect, and that
+	// period is hidden from the policy.
+	m = Model{ChannelRate: 1000, PauseNs: 100e6, SkipChangePeriod: true, ReportBacklog: true}
+	tl = Run(m, &toggle{}, Constant(1000), 3)
+	if !tl[1].Hidden || tl[1].Throughput != 900 || tl[1].Backlog != 100 || tl[2].Hidden {
+		t.Errorf("pause: %+v", tl[:3])
+	}
+}
+
+// fixed is a policy that keeps n channels; toggle goes from 2 to 3 channels
+// after its first period. Both are tiny test policies, not mocks of ours.
+type fixed int
+
+func (f fixed) Step(p elastic.Period) elastic.Decision {
+	return elastic.Decision{Level: -1, Channels: int(f), Prev: len(p.Channels), Rule: elastic.RuleOff}
+}
+func (f fixed) Channels() int { return int(f) }
+func (f fixed) Name() string  { return "fixed" }
+
+type toggle struct{ n int }
+
+func (t *toggle) Step(p elastic.Period) elastic.Decision {
+	t.n = 3
+	return elastic.Decision{Level: -1, Channels: 3, Prev: len(p.Channels), Rule: elastic.RuleOff}
+}
+func (t *toggle) Channels() int { return max(t.n, 2) }
+func (t *toggle) Name() string  { return "toggle" }
