@@ -169,6 +169,15 @@ func (p Period) OfferedLoad() float64 {
 	return max(0, float64(p.Arrived)+float64(p.Backlog)-float64(p.PrevBacklog)) / p.seconds()
 }
 
+// drainRate is the rate, in records/s, at which the backlog fell during
+// the period (negative when it grew).
+func (p Period) drainRate() float64 {
+	if p.LengthNs <= 0 {
+		return 0
+	}
+	return (float64(p.PrevBacklog) - float64(p.Backlog)) / p.seconds()
+}
+
 // Utilization is the mean fraction of the period the channels spent busy
 // inside operators, in [0, 1].
 func (p Period) Utilization() float64 {

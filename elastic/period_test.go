@@ -90,7 +90,7 @@ func TestOfferedLoadBacklog(t *testing.T) {
 	if got := p.TrueRate(); got != 250 {
 		t.Errorf("TrueRate without CPU on every channel = %v, want 250", got)
 	}
-	p.Backlog, p.PrevBacklog = 0, 0 // no backlog: arrival over the unblocked time
+	p.Backlog, p.PrevBacklog = 0, 0          // no backlog: arrival over the unblocked time
 	if got := p.OfferedLoad(); got != 1000 { // 500/s over 1 − 0.5
 		t.Errorf("OfferedLoad without backlog = %v, want 1000", got)
 	}
