@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"streamd/elastic"
+	"streamd/internal/tier"
 )
 
 // TestScenarios runs testdata/scenarios/*.txt: the goals of the elastic
 // controllers (stability under noise, steps, sine loads, flat and
 // sub-linear capacity, a downstream bottleneck, no permanent shortfall),
-// each a simulated run and the goals it must meet. Each case is a command
+// each a simulated run and the goals it must meet. Files named *-long.txt
+// run in the long tier only (internal/tier). Each case is a command
 // line, a line "----", the expected output and a blank line; lines starting
 // with # are comments. -rewrite regenerates the expected output, but a
 // goal that fails ("FAIL" in the output) fails the test all the same.
@@ -48,8 +50,8 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if testing.Short() && strings.Contains(f, "day") {
-				t.Skip("a simulated day per case: not in -short")
+			if strings.HasSuffix(f, "-long.txt") {
+				tier.SkipUnlessLong(t)
 			}
 			runScenarioFile(t, f)
 		})
