@@ -11,7 +11,8 @@ var ErrInvalidConfig = errors.New("elastic: invalid config")
 
 // Config holds the parameters of every policy. Start from [DefaultConfig]
 // and override; the field names in error messages are the job file's
-// (snake_case) names.
+// (snake_case) keys under region.elastic (docs/JOB.md), except cores and
+// initial_channels, which the caller sets.
 type Config struct {
 	// PeriodNs is the adaptation period, in ns (period; default 1 s). The
 	// policies do not read clocks; the runtime uses it to pace Step, and the
@@ -39,13 +40,16 @@ type Config struct {
 	// means no cap other than Cores).
 	MaxChannels int
 	// Cores is the number of cores the core allocator can lease to the
-	// region's channels (cores; 0 means unknown: MaxChannels alone caps).
+	// region's channels (0 means unknown: MaxChannels alone caps). It is not
+	// a job-file key: the caller sets it (the job file leaves it 0 and
+	// defaults max_channels from the machine's CPUs instead).
 	// The limit is min(MaxChannels, Cores) over the non-zero ones; at least
 	// one must be set.
 	Cores int
-	// InitialChannels is the channel count the region starts with
-	// (initial_channels; 0, the default, means MinChannels). The level
-	// controller starts at the smallest level with N(L) >= InitialChannels.
+	// InitialChannels is the channel count the region starts with (0, the
+	// default, means MinChannels). It is not a job-file key: the job file
+	// sets it from region.channels. The level controller starts at the
+	// smallest level with N(L) >= InitialChannels.
 	InitialChannels int
 	// ScaleDownPeriods is the scale-down delay (scale_down_periods; default
 	// 30, at least 1): a policy lowers the channel count only after that
