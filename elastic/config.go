@@ -11,7 +11,8 @@ var ErrInvalidConfig = errors.New("elastic: invalid config")
 
 // Config holds the parameters of every policy. Start from [DefaultConfig]
 // and override; the field names in error messages are the job file's
-// (snake_case) names.
+// (snake_case) keys under region.elastic (docs/JOB.md), except cores and
+// initial_channels, which the caller sets.
 type Config struct {
 	// PeriodNs is the adaptation period, in ns (period; default 1 s). The
 	// policies do not read clocks; the runtime uses it to pace Step, and the
@@ -39,30 +40,74 @@ type Config struct {
 	// means no cap other than Cores).
 	MaxChannels int
 	// Cores is the number of cores the core allocator can lease to the
-	// region's channels (cores; 0 means unknown: MaxChannels alone caps).
+	// region's channels (0 means unknown: MaxChannels alone caps). It is not
+	// a job-file key: the caller sets it (the job file leaves it 0 and
+	// defaults max_channels from the machine's CPUs instead).
 	// The limit is min(MaxChannels, Cores) over the non-zero ones; at least
 	// one must be set.
 	Cores int
-	// InitialChannels is the channel count the region starts with
-	// (initial_channels; 0, the default, means MinChannels). The level
-	// controller starts at the smallest level with N(L) >= InitialChannels.
+	// InitialChannels is the channel count the region starts with (0, the
+	// default, means MinChannels). It is not a job-file key: the job file
+	// sets it from region.channels. The level controller starts at the
+	// smallest level with N(L) >= InitialChannels.
 	InitialChannels int
-	// ScaleDownPeriods is how many consecutive periods a decrease of the
-	// load must be seen before a policy acts on it (scale_down_periods;
-	// default 10, at least 1; 1 acts at once, as in [TPDS14]). Increases act
-	// at once. It keeps a load that oscillates faster than this from moving
-	// channels up and down every cycle; see the package sim tests.
+	// ScaleDownPeriods is the scale-down delay (scale_down_periods; default
+	// 30, at least 1): a policy lowers the channel count only after that
+	// many consecutive periods without congestion at the current count, and
+	// sizes the lower count for the highest load of those periods (the
+	// largest throughput for the level controller, the largest count asked
+	// for by [DS2]). Increases do not wait. The default outlasts load cycles
+	// of up to 30 periods, so that a region keeps what their peaks need;
+	// docs/JOB.md gives the reasons for 30 and not the hour of Flink's
+	// autoscaler.
 	ScaleDownPeriods int
 	// WarmUpPeriods is how many periods after a change of the channel count
-	// [DS2] ignores (warmup_periods; default 1, may be 0): their metrics mix
-	// the reconfiguration with steady processing. The level controller uses
-	// every period, as in [TPDS14]; it relies on the runtime starting a fresh
-	// period once a reconfiguration completes.
+	// both policies ignore (warmup_periods; default 1, may be 0): the
+	// backlog built up during the pause drains in them, so they mix the
+	// reconfiguration with steady processing. The runtime already discards
+	// the period in which a change takes effect.
 	WarmUpPeriods int
-	// DrainPeriods is how many periods [DS2] allows for draining
-	// Period.Backlog (drain_periods; default 10, at least 1): the target rate
-	// is the offered rate plus Backlog / (DrainPeriods × period length).
+	// DrainPeriods is how many periods a backlog may take to drain
+	// (drain_periods; default 30, at least 1): [DS2]'s target rate is the
+	// offered load plus Backlog / (DrainPeriods × period length), and the
+	// level controller does not climb while a falling backlog will be gone
+	// within it. The default is the scale-down delay: channels added only to
+	// drain faster than that would be released no sooner, a pair of changes
+	// for a backlog the region clears anyway.
 	DrainPeriods int
+	// WindowPeriods is how many periods a decision is taken from
+	// (window_periods; default 3, at least 1): the policies reduce the last
+	// WindowPeriods periods at the current channel count (after the
+	// warm-up) with Statistic and decide nothing until that many are in.
+	// 1 decides from every period alone, as both papers do.
+	WindowPeriods int
+	// Statistic reduces the window (window_statistic; default median; also
+	// mean, min, max).
+	Statistic Statistic
+	// CoolDownPeriods is the least number of periods a policy sees at a
+	// channel count after changing it before it changes it again
+	// (cooldown_periods; default 3, at least 1, warm-up included). Every
+	// change pauses the region (docs/PERFORMANCE.md: p99 up to ~30 ms on 2
+	// vCPUs) and the runtime discards the period it takes effect in, so with
+	// 3 changes come at most every 4 periods and pauses stay below 1 % of
+	// the time even when changes follow each other; the window needs 2 of
+	// them to see a majority anyway.
+	CoolDownPeriods int
+	// MinGain is the gain rule (min_gain; default 0.1, in (0, 1]): adding
+	// channels pays when the throughput rises by at least MinGain times the
+	// channels added times the measured per-channel throughput at the lower
+	// count. The level controller's P1 and P5 and [DS2]'s check after a
+	// change use it; a sub-linear region keeps growing while each added
+	// channel brings at least that fraction of what a channel delivers now.
+	// [TPDS14] uses the sensitivity α (0.5) here, which takes scaling of
+	// less than half the ideal for a bottleneck outside the region.
+	MinGain float64
+	// MemoryPeriods is how long an observation stays recent
+	// (memory_periods; default 60, at least 1): the level controller's P5
+	// compares only with a congested observation at the level below made
+	// within that many periods, and a level's best throughput older than
+	// that is replaced by the next measurement rather than kept as the best.
+	MemoryPeriods int
 }
 
 // DefaultConfig returns the defaults documented on [Config]. Cores and
@@ -74,9 +119,14 @@ func DefaultConfig() Config {
 		Sensitivity:         0.5,
 		FastScaling:         true,
 		MinChannels:         1,
-		ScaleDownPeriods:    10,
+		ScaleDownPeriods:    30,
 		WarmUpPeriods:       1,
-		DrainPeriods:        10,
+		DrainPeriods:        30,
+		WindowPeriods:       3,
+		Statistic:           StatMedian,
+		CoolDownPeriods:     3,
+		MinGain:             0.1,
+		MemoryPeriods:       60,
 	}
 }
 
@@ -139,6 +189,21 @@ func (c Config) Validate() error {
 	}
 	if c.DrainPeriods < 1 {
 		bad("drain_periods", c.DrainPeriods, ">= 1")
+	}
+	if c.WindowPeriods < 1 {
+		bad("window_periods", c.WindowPeriods, ">= 1")
+	}
+	if !c.Statistic.valid() {
+		bad("window_statistic", fmt.Sprintf("%q", c.Statistic), "median, mean, min or max")
+	}
+	if c.CoolDownPeriods < 1 {
+		bad("cooldown_periods", c.CoolDownPeriods, ">= 1")
+	}
+	if !(c.MinGain > 0 && c.MinGain <= 1) {
+		bad("min_gain", c.MinGain, "a fraction in (0, 1], e.g. 0.1")
+	}
+	if c.MemoryPeriods < 1 {
+		bad("memory_periods", c.MemoryPeriods, ">= 1")
 	}
 	limit := c.Limit()
 	switch {

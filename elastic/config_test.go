@@ -16,7 +16,9 @@ func TestDefaultConfig(t *testing.T) {
 		t.Fatalf("default config with cores: %v", err)
 	}
 	if cfg.PeriodNs != 1e9 || cfg.CongestionThreshold != 0.1 || cfg.Sensitivity != 0.5 || !cfg.FastScaling ||
-		cfg.MinChannels != 1 || cfg.ScaleDownPeriods != 10 || cfg.WarmUpPeriods != 1 || cfg.DrainPeriods != 10 {
+		cfg.MinChannels != 1 || cfg.ScaleDownPeriods != 30 || cfg.WarmUpPeriods != 1 || cfg.DrainPeriods != 30 ||
+		cfg.WindowPeriods != 3 || cfg.Statistic != StatMedian || cfg.CoolDownPeriods != 3 || cfg.MinGain != 0.1 ||
+		cfg.MemoryPeriods != 60 {
 		t.Fatalf("defaults changed: %+v", cfg)
 	}
 }
@@ -28,6 +30,11 @@ func TestConfigErrors(t *testing.T) {
 		field string
 	}{
 		{"period", func(c *Config) { c.PeriodNs = 0 }, "period"},
+		{"window", func(c *Config) { c.WindowPeriods = 0 }, "window_periods"},
+		{"statistic", func(c *Config) { c.Statistic = "p99" }, "window_statistic"},
+		{"cooldown", func(c *Config) { c.CoolDownPeriods = 0 }, "cooldown_periods"},
+		{"gain", func(c *Config) { c.MinGain = 1.5 }, "min_gain"},
+		{"memory", func(c *Config) { c.MemoryPeriods = 0 }, "memory_periods"},
 		{"threshold low", func(c *Config) { c.CongestionThreshold = 0 }, "congestion_threshold"},
 		{"threshold high", func(c *Config) { c.CongestionThreshold = 1.5 }, "congestion_threshold"},
 		{"sensitivity", func(c *Config) { c.Sensitivity = -1 }, "sensitivity"},

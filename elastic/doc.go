@@ -4,7 +4,8 @@
 // controller of Gedik, Schneider, Hirzel and Wu ([Levels]), the DS2 policy of
 // Kalavri et al. ([DS2]), a policy that never changes anything ([Off]) and a
 // wrapper that only reports what a policy would do ([DryRun]). The sub-package
-// sim drives any [Policy] against a modelled parallel region.
+// sim drives any [Policy] against a modelled parallel region; its scenario
+// scripts (sim/testdata/scenarios) hold the policies' goals.
 //
 // References:
 //
@@ -30,7 +31,12 @@
 //     reconfiguration) resynchronises to it instead of trusting its own state.
 //   - Every Decision.Channels lies in [min channels, limit], where the limit is
 //     min(Config.MaxChannels, Config.Cores). The level controller only returns
-//     channel counts on its level map and moves at most one level per period.
+//     channel counts on its level map and moves up at most one level per
+//     decision (down, P2 may skip levels whose measured capacity carries the
+//     load).
+//   - Decisions come from a window of periods at one channel count, and
+//     after a change the policies wait Config.CoolDownPeriods periods before
+//     the next: one noisy period changes nothing.
 //   - Units: durations in nanoseconds (int64), rates in records per second
 //     (float64), counts in records (uint64). The congestion index and
 //     utilisations are fractions in [0, 1].

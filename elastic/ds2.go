@@ -8,52 +8,92 @@ import (
 // DS2 is the DS2 policy [DS2 §3] applied to one parallel region. Create it
 // with [New] ("ds2").
 //
-// Each period it computes, from useful time, the true processing rate of one
-// channel, r = records processed / time busy ([Period.TrueRate]), and the
-// target rate the region must sustain: the rate upstream offers
-// ([Period.OfferedRate], the arrival rate over the time the splitter was not
-// blocked, i.e. upstream's true output rate), plus Backlog / (DrainPeriods ×
-// period) when a backlog is given. The channel count it asks for is
-// ceil(target / r), clamped to [MinChannels, limit]. With linear scaling
-// that is the optimum in one step; with sub-linear scaling the next
-// measurement corrects it (the paper's "three steps").
+// Each period (after Config.WarmUpPeriods of warm-up following a change) it
+// measures the offered load ([Period.OfferedLoad]: records arrived plus the
+// backlog's growth, or the arrival rate over the time the splitter was not
+// blocked when no backlog is measured), the true processing rate of one
+// channel r ([Period.TrueRate]: records per second of work, thread CPU
+// time when measured), the congestion index, throughput and utilisation.
+// Once Config.WindowPeriods periods are in at the current count it reduces
+// them with Config.Statistic and computes the target rate: the offered load
+// plus Backlog / (DrainPeriods × period) (the drain term). The channel
+// count it asks for keeps the channels at most (1 − CongestionThreshold)
+// busy at the target:
+//
+//   - congested: from the measured throughput T at n channels, n +
+//     ⌈(target/(1−thr) − T) / g⌉ where g is the throughput one added channel
+//     brings: measured on the last change up, or T/n (linear, the paper's
+//     assumption) when unknown. With linear scaling that is the optimum in
+//     one step; with sub-linear scaling the measured g corrects the next.
+//   - not congested: ⌈target / (r × (1−thr))⌉.
 //
 // Rules around that computation:
 //
-//   - Warm-up: the first WarmUpPeriods periods after the measured channel
-//     count changes (and after start) are ignored (rule "warmup").
-//   - Downstream bound: when the splitter is congested but the channels are
-//     on average less than (1 − CongestionThreshold) busy, the channels are
-//     waiting on their output, not working: the bottleneck is downstream. The
-//     target is then the region's own throughput, and the channels are sized
-//     to be at most (1 − CongestionThreshold) busy at it, so the bound stays
-//     visible at the new count. DS2 proper would scale the downstream
+//   - Up only when the window is congested: without congestion the region
+//     keeps up (within the tolerance the threshold sets), whatever r says.
+//     Increases act at once.
+//   - Check after each change up: once the window at the new count is in,
+//     if it is still congested and the throughput rose by less than MinGain
+//     × the channels added × the per-channel rate before, the added channels
+//     did not pay (flat capacity, CPU starvation). The policy backs off to
+//     the knee: the fewest channels that, scaling linearly from a measured
+//     count below, reach the throughput measured; and never asks for more
+//     than that again (the ceiling) until a count delivers more than the
+//     ceiling was measured at.
+//   - Downstream bound: when the window is congested but the channels are on
+//     average less than (1 − CongestionThreshold) busy, they wait on their
+//     output, not work: the bottleneck is downstream. The target is then the
+//     region's own throughput, sized at (1 − CongestionThreshold) busy; such
+//     a decrease acts at once. DS2 proper would scale the downstream
 //     operator; outside the region it cannot.
-//   - Jitter: a change of exactly +1 channel is made only when the period is
-//     congested (congestion index > CongestionThreshold): without congestion
-//     the region keeps up within the tolerance the threshold sets, as for
-//     the level controller. A change of exactly −1 must be asked for in
-//     max(2, ScaleDownPeriods) consecutive periods. Larger changes are not
-//     jitter and follow the rules below.
-//   - Scale-down window: any decrease must be asked for in ScaleDownPeriods
-//     consecutive periods, and goes to the largest count asked for in them
-//     (a load that oscillates faster than the window keeps its peak count).
-//     A request more than one channel below every request in the window
-//     starts the window over: the load fell again, and the requests from
-//     before the fall should not decide where it settles. Increases act at
-//     once.
+//   - Scale-down delay: any other decrease needs Config.ScaleDownPeriods
+//     consecutive uncongested periods, and goes to the largest count asked
+//     for in them (a load that oscillates faster keeps its peak count). An
+//     ask more than one channel below every ask in the delay starts it over:
+//     the load fell again, and the asks from before the fall should not
+//     decide where it settles. Each period asks for the fewest channels whose capacity, at
+//     (1 − CongestionThreshold) busy, reaches its target: linear at the
+//     true rate, or the measured capacities of the counts around it when
+//     they give more (sub-linear scaling makes fewer channels relatively
+//     faster).
+//   - No change within Config.CoolDownPeriods periods of the last one.
 type DS2 struct {
 	cfg      Config
 	lo, hi   int // channel limits
 	channels int // last decision
 	lastN    int // channel count measured in the previous period; 0 at start
 	warm     int // warm-up periods left to ignore
-	lows     []int
+	stay     int // periods at the current count, warm-up included
+	changed  bool
+
+	cong, tput, load, rate, util series // the window at the current count
+	calm                         int    // consecutive uncongested periods
+	asks                         series // counts asked for in the last ScaleDownPeriods periods
+	scratch                      []float64
+
+	points   map[int]float64 // throughput of a congested window per count
+	pend     check           // the change up to check
+	marginal float64         // records/s one added channel brought on the last change up; 0 unknown
+	ceiling  int             // most channels that paid; 0 none
+	ceilT    float64         // throughput the ceiling was measured at
+}
+
+// check is a change up awaiting its check: from n channels at throughput t
+// and per-channel throughput r.
+type check struct {
+	ok    bool
+	from  int
+	to    int
+	t, r  float64
+	await bool
 }
 
 func newDS2(cfg Config) *DS2 {
 	lo, hi := cfg.MinChannels, cfg.Limit()
-	return &DS2{cfg: cfg, lo: lo, hi: hi, channels: min(max(cfg.initial(), lo), hi)}
+	w := cfg.WindowPeriods
+	return &DS2{cfg: cfg, lo: lo, hi: hi, channels: min(max(cfg.initial(), lo), hi),
+		cong: newSeries(w), tput: newSeries(w), load: newSeries(w), rate: newSeries(w), util: newSeries(w),
+		asks: newSeries(cfg.ScaleDownPeriods), points: map[int]float64{}}
 }
 
 // Name returns "ds2".
@@ -70,101 +110,207 @@ func (d *DS2) Step(p Period) Decision {
 		d.channels = n
 		return Decision{Level: -1, Channels: n, Prev: n, Rule: rule, Reason: reason}
 	}
+	change := func(to int, reason string) Decision {
+		d.channels = to
+		return Decision{Level: -1, Channels: to, Prev: n, Rule: RuleDS2, Reason: reason}
+	}
 	if err := p.Validate(); err != nil {
 		return Decision{Level: -1, Channels: d.channels, Prev: n, Rule: RuleSkip, Reason: err.Error()}
 	}
 	if n != d.lastN {
+		d.changed = d.lastN != 0
 		d.warm = d.cfg.WarmUpPeriods
-		d.lastN, d.lows = n, d.lows[:0]
+		d.lastN, d.stay, d.calm = n, 0, 0
+		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.asks} {
+			s.reset()
+		}
+		if d.pend.ok && d.pend.to != n {
+			d.pend.ok = false
+		}
 	}
 	if n < d.lo || n > d.hi {
-		d.channels = min(max(n, d.lo), d.hi)
-		return Decision{Level: -1, Channels: d.channels, Prev: n, Rule: RuleDS2,
-			Reason: fmt.Sprintf("%d channels is outside [%d, %d]", n, d.lo, d.hi)}
+		return change(min(max(n, d.lo), d.hi), fmt.Sprintf("%d channels is outside [%d, %d]", n, d.lo, d.hi))
 	}
+	d.stay++
 	if d.warm > 0 {
 		d.warm--
 		return hold(RuleWarmUp, fmt.Sprintf("warm-up after a change to %d channels: metrics ignored", n))
 	}
 
 	thr := d.cfg.CongestionThreshold
+	busyCap := 1 - thr
 	c := p.Congestion()
-	cong := c > thr
-	r := p.TrueRate()
-	util := p.Utilization()
-	target := p.OfferedRate()
-	busyCap := 1.0
-	what := fmt.Sprintf("offered %s", fmtRate(target))
-	if cong && util < 1-thr {
-		target, busyCap = p.Throughput(), 1-thr
-		what = fmt.Sprintf("downstream-bound (congestion %.2f, busy %.2f): throughput %s", c, util, fmtRate(target))
-	}
+	d.cong.push(c)
+	d.tput.push(p.Throughput())
+	d.load.push(p.OfferedLoad())
+	d.rate.push(p.TrueRate())
+	d.util.push(p.Utilization())
+	drain := 0.0
 	if p.Backlog > 0 {
-		drain := float64(p.Backlog) / (float64(d.cfg.DrainPeriods) * p.seconds())
-		target += drain
+		drain = float64(p.Backlog) / (float64(d.cfg.DrainPeriods) * p.seconds())
+	}
+	if c > thr {
+		d.calm = 0
+		d.asks.reset()
+	} else {
+		d.calm++
+		ask := float64(d.fewest(n, (p.OfferedLoad()+drain)/busyCap, p.TrueRate()))
+		if d.asks.len() > 0 && ask < d.asks.min()-1 {
+			d.asks.reset() // the load fell again: the asks before the fall should not decide
+		}
+		d.asks.push(ask)
+	}
+	if w := d.cfg.WindowPeriods; d.cong.len() < w && !majority(d.cong.xs, thr, w) {
+		return hold(RuleHold, fmt.Sprintf("window %d/%d at %d channels", d.cong.len(), w, n))
+	}
+	st := d.cfg.Statistic
+	C, T := st.of(d.cong.xs, &d.scratch), st.of(d.tput.xs, &d.scratch)
+	L, r, U := st.of(d.load.xs, &d.scratch), st.of(d.rate.xs, &d.scratch), st.of(d.util.xs, &d.scratch)
+	cong := C > thr
+	downstream := cong && U < busyCap
+	if cong && !downstream {
+		d.points[n] = max(d.points[n], T)
+	}
+	if d.ceiling > 0 && T > d.ceilT*(1+thr) {
+		d.ceiling, d.ceilT = 0, 0 // a count delivered more than the ceiling was measured at
+	}
+
+	// The check after a change up.
+	if d.pend.ok {
+		d.pend.ok = false
+		gain, want := T-d.pend.t, d.cfg.MinGain*d.pend.r*float64(n-d.pend.from)
+		switch {
+		case !cong || downstream:
+			d.marginal = 0
+		case gain < want:
+			k := d.knee(n, T)
+			d.ceiling, d.ceilT, d.marginal = k, T, 0
+			why := fmt.Sprintf("check: %d -> %d channels gave %s -> %s, less than %s more: the added channels do not pay",
+				d.pend.from, n, fmtRate(d.pend.t), fmtRate(T), fmtRate(want))
+			if k < n {
+				return change(k, why+fmt.Sprintf("; back off to %d (linear scaling reaches %s there)", k, fmtRate(T)))
+			}
+		default:
+			d.marginal = gain / float64(n-d.pend.from)
+		}
+	}
+	if d.changed && d.stay < d.cfg.CoolDownPeriods {
+		return hold(RuleHold, fmt.Sprintf("cool-down %d/%d after a change (congestion %.2f, throughput %s)",
+			d.stay, d.cfg.CoolDownPeriods, C, fmtRate(T)))
+	}
+
+	target := L + drain
+	what := fmt.Sprintf("offered %s", fmtRate(L))
+	if drain > 0 {
 		what += fmt.Sprintf(" + drain %s", fmtRate(drain))
 	}
-	var req int
+	var need int
 	switch {
+	case downstream:
+		target = T
+		what = fmt.Sprintf("downstream-bound (congestion %.2f, busy %.2f): throughput %s", C, U, fmtRate(T))
+		if r <= 0 {
+			return hold(RuleHold, what+" but no busy time measured")
+		}
+		need = ceilCount(target / (r * busyCap))
+		what += fmt.Sprintf(", true rate %s per channel: need %d", fmtRate(r), need)
+	case cong:
+		g, gw := d.marginal, "measured"
+		if g <= 0 {
+			g, gw = T/float64(n), "linear"
+		}
+		need = n + ceilCount((target/busyCap-T)/g)
+		what += fmt.Sprintf(", %s at %d channels, %s %s per added channel: need %d", fmtRate(T), n, gw, fmtRate(g), need)
 	case target <= 0:
-		req = d.lo
-		what = "idle"
+		need, what = d.lo, "idle"
 	case r <= 0:
-		return hold(RuleHold, fmt.Sprintf("%s but no busy time measured", what))
+		return hold(RuleHold, what+" but no busy time measured")
 	default:
-		x := target / (r * busyCap)
-		req = int(math.Ceil(x - 1e-9))
-		if req < 1 || math.IsNaN(x) || x > float64(d.hi) {
-			req = d.hi
-		}
-		what += fmt.Sprintf(", true rate %s per channel: need %d", fmtRate(r), req)
+		need = ceilCount(target / (r * busyCap))
+		what += fmt.Sprintf(", true rate %s per channel: need %d", fmtRate(r), need)
 	}
-	req = min(max(req, d.lo), d.hi)
+	need = min(max(need, d.lo), d.hi)
+	if d.ceiling > 0 && need > d.ceiling && n <= d.ceiling {
+		need = d.ceiling
+		what += fmt.Sprintf("; ceiling %d (more did not pay)", d.ceiling)
+	}
 
 	switch {
-	case req > n:
-		d.lows = d.lows[:0]
-		if req == n+1 && !cong {
-			return hold(RuleHold, what+fmt.Sprintf("; +1 without congestion (%.2f <= %.2g): jitter", c, thr))
+	case need > n:
+		if !cong {
+			return hold(RuleHold, what+fmt.Sprintf("; not congested (%.2f <= %.2g): the region keeps up", C, thr))
 		}
-	case req < n:
-		need := d.cfg.ScaleDownPeriods
-		if len(d.lows) > 0 && req < minInt(d.lows)-1 {
-			d.lows = d.lows[:0] // the load fell again: start the window over
+		d.pend = check{ok: true, from: n, to: need, t: T, r: T / float64(n)}
+		return change(need, what)
+	case need < n && downstream:
+		return change(need, what)
+	case need < n:
+		if dn := d.cfg.ScaleDownPeriods; d.asks.len() < dn {
+			return hold(RuleHold, fmt.Sprintf("%s; lower for %d/%d periods", what, d.asks.len(), dn))
 		}
-		d.lows = append(d.lows, req)
-		if maxInt(d.lows[max(len(d.lows)-need, 0):]) == n-1 {
-			need = max(need, 2)
+		down := min(max(int(d.asks.max()), need, d.lo), d.hi)
+		if down >= n {
+			return hold(RuleHold, fmt.Sprintf("%s; but the last %d periods asked for up to %d", what, d.asks.len(), down))
 		}
-		if k := max(d.cfg.ScaleDownPeriods, 2); len(d.lows) > k {
-			d.lows = append(d.lows[:0], d.lows[len(d.lows)-k:]...)
-		}
-		if len(d.lows) < need {
-			return hold(RuleHold, fmt.Sprintf("%s; decrease seen %d/%d", what, len(d.lows), need))
-		}
-		req = maxInt(d.lows[len(d.lows)-need:])
-		d.lows = d.lows[:0]
-		what += fmt.Sprintf("; decrease seen %d/%d, largest %d", need, need, req)
-	default:
-		d.lows = d.lows[:0]
-		return hold(RuleHold, what)
+		return change(down, what+fmt.Sprintf("; not congested for %d periods, largest ask %d", d.calm, down))
 	}
-	d.channels = req
-	return Decision{Level: -1, Channels: req, Prev: n, Rule: RuleDS2, Reason: what}
+	return hold(RuleHold, what)
 }
 
-func minInt(xs []int) int {
-	m := math.MaxInt
-	for _, x := range xs {
-		m = min(m, x)
+// fewest is the fewest channels, at most n, whose capacity reaches rate
+// (records/s): a count's capacity is the larger of linear scaling at the
+// true rate r and what the measured counts around it give (their linear
+// interpolation, a lower bound when scaling is concave). n when none does.
+func (d *DS2) fewest(n int, rate, r float64) int {
+	for m := d.lo; m < n; m++ {
+		if float64(m)*r >= rate || d.interp(m) >= rate {
+			return m
+		}
 	}
-	return m
+	return n
 }
 
-func maxInt(xs []int) int {
-	m := math.MinInt
-	for _, x := range xs {
-		m = max(m, x)
+// interp is the capacity of m channels from the measured counts: measured
+// at m, or interpolated between the nearest measured counts below and
+// above; 0 when m is not between two of them.
+func (d *DS2) interp(m int) float64 {
+	if t, ok := d.points[m]; ok {
+		return t
 	}
-	return m
+	lo, hi := 0, 0
+	for k := range d.points {
+		if k < m && k > lo {
+			lo = k
+		}
+		if k > m && (hi == 0 || k < hi) {
+			hi = k
+		}
+	}
+	if lo == 0 || hi == 0 {
+		return 0
+	}
+	tl, th := d.points[lo], d.points[hi]
+	return tl + (th-tl)*float64(m-lo)/float64(hi-lo)
+}
+
+// knee is where linear scaling from a measured count below n reaches
+// throughput t: the fewest channels that could deliver it, at least lo.
+func (d *DS2) knee(n int, t float64) int {
+	k := n
+	for m, tm := range d.points {
+		if m >= n || tm <= 0 {
+			continue
+		}
+		k = min(k, m+ceilCount((t-tm)/(tm/float64(m))))
+	}
+	return max(k, d.lo)
+}
+
+// ceilCount rounds a channel count up, tolerating float error; NaN and
+// huge values give a large count that the caller clamps.
+func ceilCount(x float64) int {
+	if math.IsNaN(x) || x > 1e6 {
+		return 1 << 20
+	}
+	return int(math.Ceil(x - 1e-9))
 }

@@ -24,6 +24,12 @@ type ChannelStats struct {
 	BusyNs int64
 	// Records is the number of records the channel processed.
 	Records uint64
+	// CPUNs is the thread CPU time, in ns, the channel spent working
+	// (CLOCK_THREAD_CPUTIME_ID of its locked OS thread, waiting on rings
+	// left out), or 0 when not measured. Unlike BusyNs it does not count
+	// the time the thread was descheduled inside an operator, so under CPU
+	// starvation records/CPUNs is still the channel's true rate.
+	CPUNs int64
 }
 
 // Period is what the runtime measured for one parallel region over one
@@ -42,9 +48,13 @@ type Period struct {
 	// merger). The region's throughput [TPDS14 §4.1] is Departed per second.
 	Departed uint64
 	// Backlog is the number of records waiting in front of the region at
-	// the end of the period (for example a rate-limited source's lag), or 0
-	// when there is none or it is unknown. Only [DS2] uses it.
-	Backlog uint64
+	// the end of the period (a rate-limited source's lag, a consumer's lag,
+	// records in the splitter's rings), or 0 when there is none or it is
+	// unknown. PrevBacklog is the same at the start of the period (the
+	// previous snapshot's Backlog; [Window] sets it). [DS2] drains it and
+	// uses the change to estimate the offered load ([Period.OfferedLoad]).
+	Backlog     uint64
+	PrevBacklog uint64
 }
 
 // Validate reports whether a policy can use p. The error wraps
@@ -57,9 +67,9 @@ func (p Period) Validate() error {
 		return fmt.Errorf("%w: no channels", ErrInvalidPeriod)
 	}
 	for i, c := range p.Channels {
-		if c.BlockedNs < 0 || c.BusyNs < 0 {
-			return fmt.Errorf("%w: channel %d: blocked %d ns, busy %d ns: want >= 0",
-				ErrInvalidPeriod, i, c.BlockedNs, c.BusyNs)
+		if c.BlockedNs < 0 || c.BusyNs < 0 || c.CPUNs < 0 {
+			return fmt.Errorf("%w: channel %d: blocked %d ns, busy %d ns, cpu %d ns: want >= 0",
+				ErrInvalidPeriod, i, c.BlockedNs, c.BusyNs, c.CPUNs)
 		}
 	}
 	return nil
@@ -144,6 +154,30 @@ func (p Period) OfferedRate() float64 {
 	return p.ArrivalRate() / free
 }
 
+// OfferedLoad is the rate, in records/s, at which records were offered to
+// the region: with a backlog measured at either end of the period, the
+// records that arrived plus the growth of the backlog (conservation: what
+// was offered either arrived or is still waiting); otherwise
+// [Period.OfferedRate]. It is 0 for a period of non-positive length.
+func (p Period) OfferedLoad() float64 {
+	if p.LengthNs <= 0 {
+		return 0
+	}
+	if p.Backlog == 0 && p.PrevBacklog == 0 {
+		return p.OfferedRate()
+	}
+	return max(0, float64(p.Arrived)+float64(p.Backlog)-float64(p.PrevBacklog)) / p.seconds()
+}
+
+// drainRate is the rate, in records/s, at which the backlog fell during
+// the period (negative when it grew).
+func (p Period) drainRate() float64 {
+	if p.LengthNs <= 0 {
+		return 0
+	}
+	return (float64(p.PrevBacklog) - float64(p.Backlog)) / p.seconds()
+}
+
 // Utilization is the mean fraction of the period the channels spent busy
 // inside operators, in [0, 1].
 func (p Period) Utilization() float64 {
@@ -159,14 +193,22 @@ func (p Period) Utilization() float64 {
 
 // TrueRate is the true processing rate of one channel [DS2 §3.1], in
 // records/s: the records the channels processed divided by the time they
-// spent busy, pooled over all channels (so that a nearly idle channel does
-// not dominate). It is 0 when the channels were never busy.
+// spent working, pooled over all channels (so that a nearly idle channel
+// does not dominate). The time working is CPUNs when every channel reports
+// it (preemption is not work), BusyNs otherwise. It is 0 when the channels
+// were never busy.
 func (p Period) TrueRate() float64 {
 	var recs uint64
-	var busy int64
+	var busy, cpu int64
+	allCPU := true
 	for _, c := range p.Channels {
 		recs += c.Records
 		busy += c.BusyNs
+		cpu += c.CPUNs
+		allCPU = allCPU && c.CPUNs > 0
+	}
+	if allCPU && len(p.Channels) > 0 {
+		busy = cpu
 	}
 	if busy <= 0 {
 		return 0

@@ -73,3 +73,25 @@ func TestPeriodValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestOfferedLoadBacklog: with a backlog measured, the offered load is
+// what arrived plus the backlog's growth; CPU time, when every channel
+// reports it, is the work time of the true rate.
+func TestOfferedLoadBacklog(t *testing.T) {
+	p := Period{LengthNs: 2e9, Arrived: 1000, Departed: 1000, Backlog: 600, PrevBacklog: 200,
+		Channels: []ChannelStats{{BlockedNs: 1e9, BusyNs: 2e9, CPUNs: 1e9, Records: 500}, {BusyNs: 2e9, CPUNs: 1e9, Records: 500}}}
+	if got := p.OfferedLoad(); got != 700 { // (1000 + 600 − 200) / 2 s
+		t.Errorf("OfferedLoad = %v, want 700", got)
+	}
+	if got := p.TrueRate(); got != 500 { // 1000 records / 2 s of CPU, not 4 s busy
+		t.Errorf("TrueRate = %v, want 500", got)
+	}
+	p.Channels[1].CPUNs = 0 // not measured on one channel: busy time counts
+	if got := p.TrueRate(); got != 250 {
+		t.Errorf("TrueRate without CPU on every channel = %v, want 250", got)
+	}
+	p.Backlog, p.PrevBacklog = 0, 0          // no backlog: arrival over the unblocked time
+	if got := p.OfferedLoad(); got != 1000 { // 500/s over 1 − 0.5
+		t.Errorf("OfferedLoad without backlog = %v, want 1000", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -48,7 +49,7 @@ func TestDryRunKeepsChannels(t *testing.T) {
 		p := NewDryRun(inner)
 		for range 5 {
 			d := p.Step(syntheticPeriod(p.Channels(), 0.8, 1000, 1))
-			if !d.DryRun || d.Channels <= 1 && d.Rule != RuleWarmUp {
+			if !d.DryRun || d.Channels <= 1 && d.Rule != RuleWarmUp && !strings.HasPrefix(d.Reason, "window") {
 				t.Fatalf("%s dry run decided %v", name, d)
 			}
 			if p.Channels() != 1 {
@@ -71,7 +72,8 @@ func syntheticPeriod(n int, c, tput, util float64) Period {
 // TestPolicyInvariants feeds random periods to every policy and checks the
 // package invariants: decisions within the limits, on the level map and at
 // most one level away for levels, and the same decisions for the same
-// inputs.
+// inputs. Levels goes up at most one level a period; down it may go several
+// levels at once (P2 to the lowest level whose capacity carries the load).
 func TestPolicyInvariants(t *testing.T) {
 	for _, fast := range []bool{true, false} {
 		for _, name := range []string{PolicyLevels, PolicyDS2, PolicyOff} {
@@ -100,7 +102,7 @@ func TestPolicyInvariants(t *testing.T) {
 						if lm.Channels(d.Level) != d.Channels {
 							t.Fatalf("levels fast=%v: level %d has %d channels, decided %d", fast, d.Level, lm.Channels(d.Level), d.Channels)
 						}
-						if from := lm.Floor(n); lm.Channels(from) == n && d.Rule != RuleP6 && (d.Level > from+1 || d.Level < from-1) {
+						if from := lm.Floor(n); lm.Channels(from) == n && d.Rule != RuleP6 && d.Level > from+1 {
 							t.Fatalf("levels fast=%v: jumped from level %d to %d: %v", fast, from, d.Level, d)
 						}
 					}

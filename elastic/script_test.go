@@ -24,8 +24,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //
 //	new <levels|ds2|off> [dryrun=true] [cores=N] [max=N] [min=N] [initial=N]
 //	    [threshold=F] [alpha=F] [fast=BOOL] [down=N] [warmup=N] [drain=N]
+//	    [window=N] [stat=S] [cooldown=N] [gain=F] [memory=N]
 //	period [channels=N] [len=DUR] [congestion=F] [throughput=RATE]
-//	    [arrival=RATE] [util=F] [backlog=N]
+//	    [arrival=RATE] [util=F] [backlog=N] [prevbacklog=N] [cpu=F]
 //	periods n=K <period keys>      (K periods, one decision a line)
 //	memory                         (levels only: what the controller remembers)
 //	levelmap [fast=BOOL] [limit=N]
@@ -206,8 +207,12 @@ func (s *scriptState) run(line string) string {
 				lines = append(lines, fmt.Sprintf("level %d (%d ch): unknown", i, l.lm.Channels(i)))
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("level %d (%d ch): %s at %s, first %s, period %d",
-				i, l.lm.Channels(i), congWord(m.Congested), fmtRate(m.Throughput), fmtRate(m.FirstThroughput), m.LastPeriod))
+			capacity := "capacity unknown"
+			if m.Capacity > 0 {
+				capacity = fmt.Sprintf("capacity %s (period %d)", fmtRate(m.Capacity), m.CapacityPeriod)
+			}
+			lines = append(lines, fmt.Sprintf("level %d (%d ch): %s at %s, period %d, %s",
+				i, l.lm.Channels(i), congWord(m.Congested), fmtRate(m.Throughput), m.LastPeriod, capacity))
 		}
 		return strings.Join(lines, "\n")
 	}
@@ -253,6 +258,13 @@ func scriptConfig(args map[string]string) (Config, error) {
 	atoi("down", &cfg.ScaleDownPeriods)
 	atoi("warmup", &cfg.WarmUpPeriods)
 	atoi("drain", &cfg.DrainPeriods)
+	atoi("window", &cfg.WindowPeriods)
+	atoi("cooldown", &cfg.CoolDownPeriods)
+	atoi("memory", &cfg.MemoryPeriods)
+	atof("gain", &cfg.MinGain)
+	if v, ok := args["stat"]; ok {
+		cfg.Statistic = Statistic(v)
+	}
 	atof("threshold", &cfg.CongestionThreshold)
 	atof("alpha", &cfg.Sensitivity)
 	if v, ok := args["fast"]; ok {
@@ -311,17 +323,21 @@ func scriptPeriod(args map[string]string, channels int) (Period, error) {
 	arrival := num("arrival", tput, true)
 	util := num("util", 1, false)
 	backlog := num("backlog", 0, true)
+	prevBacklog := num("prevbacklog", backlog, true)
+	cpu := num("cpu", 0, false)
 	p := Period{
-		LengthNs: length,
-		Departed: uint64(math.Round(tput * secs)),
-		Arrived:  uint64(math.Round(arrival * secs)),
-		Backlog:  uint64(backlog),
-		Channels: make([]ChannelStats, max(n, 0)),
+		LengthNs:    length,
+		Departed:    uint64(math.Round(tput * secs)),
+		Arrived:     uint64(math.Round(arrival * secs)),
+		Backlog:     uint64(backlog),
+		PrevBacklog: uint64(prevBacklog),
+		Channels:    make([]ChannelStats, max(n, 0)),
 	}
 	for i := range p.Channels {
 		p.Channels[i] = ChannelStats{
 			BlockedNs: int64(math.Round(cong * float64(length) / float64(n))),
 			BusyNs:    int64(math.Round(util * float64(length))),
+			CPUNs:     int64(math.Round(cpu * float64(length))),
 			Records:   p.Departed / uint64(n),
 		}
 	}

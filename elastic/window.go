@@ -6,6 +6,7 @@ type ChannelCounters struct {
 	BlockedNs int64  // splitter blocked on this channel's ring, ns, cumulative
 	BusyNs    int64  // time inside operators, ns, cumulative
 	Records   uint64 // records processed, cumulative
+	CPUNs     int64  // thread CPU time working, ns, cumulative (0: not measured)
 }
 
 // Counters is one snapshot of a region's cumulative counters.
@@ -42,11 +43,12 @@ func (w *Window) Observe(c Counters) (p Period, ok bool) {
 	prev := &w.prev
 	if w.have && len(prev.Channels) == len(c.Channels) && c.TimeNs > prev.TimeNs {
 		p = Period{
-			LengthNs: c.TimeNs - prev.TimeNs,
-			Channels: make([]ChannelStats, len(c.Channels)),
-			Arrived:  deltaU(prev.Arrived, c.Arrived),
-			Departed: deltaU(prev.Departed, c.Departed),
-			Backlog:  c.Backlog,
+			LengthNs:    c.TimeNs - prev.TimeNs,
+			Channels:    make([]ChannelStats, len(c.Channels)),
+			Arrived:     deltaU(prev.Arrived, c.Arrived),
+			Departed:    deltaU(prev.Departed, c.Departed),
+			Backlog:     c.Backlog,
+			PrevBacklog: prev.Backlog,
 		}
 		for i, cur := range c.Channels {
 			old := prev.Channels[i]
@@ -54,6 +56,7 @@ func (w *Window) Observe(c Counters) (p Period, ok bool) {
 				BlockedNs: deltaI(old.BlockedNs, cur.BlockedNs),
 				BusyNs:    deltaI(old.BusyNs, cur.BusyNs),
 				Records:   deltaU(old.Records, cur.Records),
+				CPUNs:     deltaI(old.CPUNs, cur.CPUNs),
 			}
 		}
 		ok = true

@@ -808,6 +808,10 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) er
 		{"max_channels", e.MaxChannels},
 		{"scale_down_periods", e.ScaleDownPeriods},
 		{"random_every", e.RandomEvery},
+		{"window_periods", e.WindowPeriods},
+		{"cooldown_periods", e.CoolDownPeriods},
+		{"drain_periods", e.DrainPeriods},
+		{"memory_periods", e.MemoryPeriods},
 	} {
 		if c.v < 0 {
 			return f.errAt("region.elastic."+c.key, "%s must be positive (or 0 for the default), not %d", c.key, c.v)
@@ -832,6 +836,38 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) er
 	}
 	if e.ScaleDownPeriods > 0 {
 		cfg.ScaleDownPeriods = e.ScaleDownPeriods
+	}
+	if e.WindowPeriods > 0 {
+		cfg.WindowPeriods = e.WindowPeriods
+	}
+	if e.CoolDownPeriods > 0 {
+		cfg.CoolDownPeriods = e.CoolDownPeriods
+	}
+	if e.DrainPeriods > 0 {
+		cfg.DrainPeriods = e.DrainPeriods
+	}
+	if e.MemoryPeriods > 0 {
+		cfg.MemoryPeriods = e.MemoryPeriods
+	}
+	if e.WarmUpPeriods != nil {
+		if *e.WarmUpPeriods < 0 {
+			return f.errAt("region.elastic.warmup_periods", "warmup_periods must be 0 or more, not %d", *e.WarmUpPeriods)
+		}
+		cfg.WarmUpPeriods = *e.WarmUpPeriods
+	}
+	if e.WindowStatistic != "" {
+		cfg.Statistic = elastic.Statistic(e.WindowStatistic)
+		switch cfg.Statistic {
+		case elastic.StatMedian, elastic.StatMean, elastic.StatMin, elastic.StatMax:
+		default:
+			return f.errAt("region.elastic.window_statistic", "unknown window_statistic %q (expected median, mean, min or max)", e.WindowStatistic)
+		}
+	}
+	if e.MinGain != nil {
+		if g := *e.MinGain; !(g > 0 && g <= 1) {
+			return f.errAt("region.elastic.min_gain", "min_gain %v: expected a fraction in (0, 1], e.g. 0.1", g)
+		}
+		cfg.MinGain = *e.MinGain
 	}
 	cfg.MaxChannels = e.MaxChannels
 	if cfg.MaxChannels == 0 {

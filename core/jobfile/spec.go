@@ -94,6 +94,15 @@ type ElasticSpec struct {
 	MinChannels         int      `yaml:"min_channels"`
 	MaxChannels         int      `yaml:"max_channels"`
 	ScaleDownPeriods    int      `yaml:"scale_down_periods"`
+	// The decision window, cool-down, gain rule and memory (elastic.Config;
+	// docs/JOB.md explains each and its default).
+	WindowPeriods   int      `yaml:"window_periods"`
+	WindowStatistic string   `yaml:"window_statistic"`
+	CoolDownPeriods int      `yaml:"cooldown_periods"`
+	WarmUpPeriods   *int     `yaml:"warmup_periods"`
+	DrainPeriods    int      `yaml:"drain_periods"`
+	MinGain         *float64 `yaml:"min_gain"`
+	MemoryPeriods   int      `yaml:"memory_periods"`
 	// Random, for tests and demonstrations: change to a random channel
 	// count in [min_channels, max_channels] every random_every batches
 	// (seeded).

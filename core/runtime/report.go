@@ -75,6 +75,7 @@ type ChannelReport struct {
 	Records   int64
 	BusyNs    int64
 	BlockedNs int64 // ns the splitter was blocked on this channel's full ring
+	CPUNs     int64 // thread CPU time working, ns (ChannelStats.CPUNs)
 }
 
 // Throughput is records read per second of wall time.
@@ -149,7 +150,7 @@ func (r *run) report(wall time.Duration) *Report {
 		add("region", r.chanOps, region)
 		for c := range int(r.usedChans.Load()) {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
-				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c)})
+				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c), CPUNs: r.chanStats[c].CPUNs.Load()})
 		}
 	}
 	add("post", r.job.Post, post)

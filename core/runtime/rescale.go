@@ -484,7 +484,8 @@ func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
 		rec := uint64(r.chanStats[i].Records.Load())
 		processed += rec
 		c.counters.Channels = append(c.counters.Channels, elastic.ChannelCounters{
-			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec})
+			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec,
+			CPUNs: r.chanStats[i].CPUNs.Load()})
 	}
 	c.counters.Arrived = uint64(r.recordsIn.Load())
 	// Records leaving the region: those its channels have processed (a

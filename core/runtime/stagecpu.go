@@ -55,6 +55,10 @@ func (s *stageCPU) end() {
 	goruntime.UnlockOSThread()
 }
 
+// work is the stage's thread CPU time since begin less its waiting so far
+// (stage goroutine only; one clock read).
+func (s *stageCPU) work() time.Duration { return sched.ThreadCPU() - s.start - s.acc }
+
 // waited adds the thread CPU used since t0 (a sched.ThreadCPU reading) to
 // the waiting.
 func (s *stageCPU) waited(t0 time.Duration) { s.acc += sched.ThreadCPU() - t0 }

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"math"
+	"streamd/sched"
 	"testing"
 
 	"streamd/core/runtime"
@@ -35,6 +36,17 @@ func TestStageCPUReported(t *testing.T) {
 			wait += int64(s.Wait)
 			if !s.Replicated {
 				serial += int64(s.Work())
+			}
+		}
+		// Each channel's work CPU, read after each data batch, is positive
+		// and at most its stage's work (thread CPU less waiting) at the end.
+		for _, s := range rep.Stages {
+			if s.Stage != "channel" || sched.ThreadCPU() == 0 {
+				continue
+			}
+			ch := rep.Channels[s.Index]
+			if ch.Records > 0 && (ch.CPUNs <= 0 || ch.CPUNs > int64(s.Work())) {
+				t.Fatalf("%d channels: channel %d work CPU %d ns, stage work %v", n, s.Index, ch.CPUNs, s.Work())
 			}
 		}
 		if counts["source"] != 1 || counts["merger"] != 1 || counts["channel"] != n {

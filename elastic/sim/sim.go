@@ -3,17 +3,39 @@
 // It is how the policies' settling time, stability, overshoot and reaction
 // to a bottleneck outside the region are tested without a runtime.
 //
-// The model is deliberately simple (a fluid model, no queues): in a period
-// with offered load λ (records/s) and N channels, the region accepts
-// min(λ, capacity(N), bottleneck) records/s; when λ exceeds that, the
-// splitter is blocked for the fraction 1 − accepted/λ of the period (the
-// congestion index grows with the overload); channels are busy for the
-// fraction accepted/capacity(N) of the period. Capacity is sub-linear: the
-// k-th channel adds Efficiency^(k−1) × ChannelRate. Noise multiplies the
-// offered load by (1 + Noise·z), z standard normal, from a math/rand/v2 PCG
-// source seeded by Seed, so a run is reproducible. Reconfiguration costs
-// nothing in the model: the channel count a policy asks for is in force for
-// the whole next period.
+// The model is a fluid one with a queue in front of the region:
+//
+//   - Load: the source offers λ records/s in a period (the scenario's load
+//     times 1 + Noise·z, z standard normal). What the region does not take
+//     waits at the source: the backlog (a rate-limited source's lag, a
+//     Kafka consumer's lag). A source with a backlog pushes as fast as it
+//     can: it delivers λ + backlog/period, at most SourceRate.
+//   - Capacity: n channels sustain Capacity(n) records/s: ChannelRate per
+//     channel, each added channel Efficiency times as effective as the one
+//     before (geometric), and beyond Knee channels each adds only Beyond ×
+//     ChannelRate (Beyond 0: flat capacity beyond Knee). With Cores set,
+//     the channels share the cores left by the SerialStages (source,
+//     merger) that are not replicated: with more channel threads than those
+//     cores each runs a fraction of the time (CPU starvation). CapNoise
+//     varies capacity per period (relative standard deviation).
+//   - Output: the region accepts min(demand, capacity, Bottleneck) records/s,
+//     Bottleneck being a slow stage downstream of the merger.
+//   - Metrics, as the runtime measures them: the splitter is blocked for the
+//     fraction 1 − accepted/demand of the period (the congestion index);
+//     BusyNs is wall time inside operators, preemption included (a starved
+//     channel is "busy" while descheduled); CPUNs, when ThreadCPU is set, is
+//     the thread CPU time of the work alone; Backlog, when ReportBacklog is
+//     set, is the backlog at the end of the period.
+//   - A change of the channel count costs a pause: in the period in which a
+//     change takes effect the region processes nothing for PauseNs, the
+//     splitter counting it as blocked. With SkipChangePeriod the policy does
+//     not see that period, as the runtime discards it (its counters mix two
+//     channel counts: core/runtime's controlled.next resets the window).
+//
+// [Calibrated] returns the model calibrated on the real runtime
+// (docs/PERFORMANCE.md, "Elastic scaling"). Noise comes from a
+// math/rand/v2 PCG source seeded by Seed, so a run is reproducible: the
+// simulator has its own clock, the period number.
 package sim
 
 import (
@@ -33,16 +55,61 @@ type Model struct {
 	// Efficiency in (0, 1]: the k-th channel adds Efficiency^(k−1) ×
 	// ChannelRate. 1 (or 0, the zero value) scales linearly.
 	Efficiency float64
+	// Knee, when positive, is the channel count beyond which each added
+	// channel adds only Beyond × ChannelRate (0: nothing, flat capacity).
+	Knee   int
+	Beyond float64
+	// Cores, when positive, is the number of cores the region's channels
+	// and the SerialStages share; channel threads beyond Cores −
+	// SerialStages run a fraction of the time each (CPU starvation).
+	Cores        int
+	SerialStages int
 	// Bottleneck caps the rate the region can emit (a slow operator or sink
 	// downstream of the merger); 0 means none.
 	Bottleneck float64
-	// Noise is the relative standard deviation of the offered load (0.02:
-	// 2 %).
-	Noise float64
+	// SourceRate caps what the source delivers while it catches up on a
+	// backlog (0: no cap).
+	SourceRate float64
+	// Noise is the relative standard deviation of the offered load per
+	// period (0.05: 5 %); CapNoise that of the capacity.
+	Noise    float64
+	CapNoise float64
 	// Seed seeds the noise source.
 	Seed uint64
 	// PeriodNs is the adaptation period in ns (0: 1 s).
 	PeriodNs int64
+	// PauseNs is the cost of one change of the channel count: the time, in
+	// ns, the region processes nothing in the period the change takes effect.
+	PauseNs int64
+	// SkipChangePeriod hides the period in which a change takes effect from
+	// the policy, as the runtime does.
+	SkipChangePeriod bool
+	// ThreadCPU reports ChannelStats.CPUNs (thread CPU time of the work).
+	ThreadCPU bool
+	// Lossy drops what the region does not take instead of queueing it:
+	// no backlog (the idealised model of the first tests, a sampling
+	// source).
+	Lossy bool
+	// ReportBacklog reports Period.Backlog (the runtime's source lag and
+	// ring occupancy); without it the backlog exists but is invisible.
+	ReportBacklog bool
+}
+
+// Calibrated returns the model of one channel of examples/elastic on the
+// real runtime, scaled to channelRate records/s per channel, with noise:
+// a 1 s period, a 30 ms pause per change (docs/PERFORMANCE.md: channel
+// pauses p99 up to 28 ms and the source's drain wait up to 22 ms at 1 M
+// keys on 2 vCPUs; the median is 0.1–0.2 ms, so this is the worst case),
+// the change period hidden from the policy (core/runtime resets its
+// window after a change), two serial stages (the source and the merger),
+// the backlog and thread CPU reported (what core/runtime feeds after this
+// work); the source catches up as fast as the region takes records.
+func Calibrated(channelRate, noise float64, seed uint64) Model {
+	return Model{
+		ChannelRate: channelRate, Noise: noise, Seed: seed,
+		PeriodNs: 1e9, PauseNs: 30e6, SkipChangePeriod: true,
+		SerialStages: 2, ThreadCPU: true, ReportBacklog: true,
+	}
 }
 
 func (m Model) period() int64 {
@@ -52,14 +119,33 @@ func (m Model) period() int64 {
 	return 1e9
 }
 
-// Capacity is the rate n channels sustain, bottleneck not included.
-func (m Model) Capacity(n int) float64 {
+// curve is the capacity of n channels each running all the time.
+func (m Model) curve(n int) float64 {
+	n = max(n, 0)
+	extra := 0.0
+	if m.Knee > 0 && n > m.Knee {
+		extra = m.Beyond * m.ChannelRate * float64(n-m.Knee)
+		n = m.Knee
+	}
 	e := m.Efficiency
 	if e <= 0 || e >= 1 {
-		return m.ChannelRate * float64(max(n, 0))
+		return m.ChannelRate*float64(n) + extra
 	}
-	return m.ChannelRate * (1 - math.Pow(e, float64(n))) / (1 - e)
+	return m.ChannelRate*(1-math.Pow(e, float64(n)))/(1-e) + extra
 }
+
+// share is the fraction of the time each of n channel threads runs: 1
+// unless the channels outnumber the cores the serial stages leave.
+func (m Model) share(n int) float64 {
+	if m.Cores <= 0 || n <= 0 {
+		return 1
+	}
+	free := float64(max(m.Cores-m.SerialStages, 1))
+	return min(1, free/float64(n))
+}
+
+// Capacity is the rate n channels sustain, bottleneck not included.
+func (m Model) Capacity(n int) float64 { return m.curve(n) * m.share(n) }
 
 // Output is the rate n channels emit for an offered load: min(load,
 // Capacity(n), Bottleneck).
@@ -72,12 +158,15 @@ func (m Model) Output(load float64, n int) float64 {
 }
 
 // Optimum is the smallest channel count in [lo, hi] whose output is the
-// most the region can give for load: min(load, Bottleneck) when hi channels
-// reach it.
+// most the region can give for load: the output of the best count in
+// [lo, hi] (with CPU starvation more channels can give less).
 func (m Model) Optimum(load float64, lo, hi int) int {
-	best := m.Output(load, hi)
+	best := 0.0
+	for n := lo; n <= hi; n++ {
+		best = max(best, m.Output(load, n))
+	}
 	for n := lo; n < hi; n++ {
-		if m.Output(load, n) >= best {
+		if m.Output(load, n) >= best*(1-1e-9) {
 			return n
 		}
 	}
@@ -85,11 +174,14 @@ func (m Model) Optimum(load float64, lo, hi int) int {
 }
 
 // OptimumLevel is the smallest level in [lo, hi] of lm whose channel count
-// reaches the output of level hi for load.
+// reaches the best output over the levels for load.
 func (m Model) OptimumLevel(load float64, lm elastic.LevelMap, lo, hi int) int {
-	best := m.Output(load, lm.Channels(hi))
+	best := 0.0
+	for l := lo; l <= hi; l++ {
+		best = max(best, m.Output(load, lm.Channels(l)))
+	}
 	for l := lo; l < hi; l++ {
-		if m.Output(load, lm.Channels(l)) >= best {
+		if m.Output(load, lm.Channels(l)) >= best*(1-1e-9) {
 			return l
 		}
 	}
@@ -97,34 +189,67 @@ func (m Model) OptimumLevel(load float64, lm elastic.LevelMap, lo, hi int) int {
 }
 
 // Period builds the metrics the runtime would measure in one period with
-// offered load (records/s) and n channels.
+// offered load (records/s), no backlog, no pause and n channels.
 func (m Model) Period(load float64, n int) elastic.Period {
+	p, _ := m.step(load, 0, 0, 1, n)
+	return p
+}
+
+// step runs one period: offered load (records/s), backlog at its start
+// (records), the pause in it (ns), the capacity factor (noise) and n
+// channels. It returns the measured period and the backlog at its end.
+func (m Model) step(load, backlog float64, pauseNs int64, capFactor float64, n int) (elastic.Period, float64) {
 	ns := m.period()
 	secs := float64(ns) / 1e9
-	acc := m.Output(load, n)
+	run := max(0, 1-float64(pauseNs)/float64(ns)) // fraction of the period the region runs
+	demand := load + backlog/secs
+	if m.SourceRate > 0 && backlog > 0 {
+		demand = min(demand, max(m.SourceRate, load))
+	}
+	capacity := m.Capacity(n) * capFactor
+	acc := min(demand, capacity)
+	if m.Bottleneck > 0 {
+		acc = min(acc, m.Bottleneck)
+	}
+	acc *= run
 	cong := 0.0
-	if load > acc && load > 0 {
-		cong = 1 - acc/load
+	if demand > 0 {
+		cong = clamp01(1 - acc/demand)
 	}
-	busy := 0.0
-	if c := m.Capacity(n); c > 0 {
-		busy = acc / c
+	work := 0.0 // fraction of the period each channel spends working (CPU)
+	if c := m.curve(n) * capFactor; c > 0 {
+		work = acc / c
 	}
+	wall := min(1, work/m.share(n)) // inside operators, preemption included
 	total := uint64(math.Round(acc * secs))
+	left := max(0, backlog+(load*secs)-float64(total))
+	if m.Lossy {
+		left = 0
+	}
 	p := elastic.Period{LengthNs: ns, Arrived: total, Departed: total, Channels: make([]elastic.ChannelStats, n)}
+	if m.ReportBacklog {
+		p.Backlog = uint64(math.Round(left))
+		p.PrevBacklog = uint64(math.Round(backlog))
+	}
 	for i := range p.Channels {
 		recs := total / uint64(n)
 		if uint64(i) < total%uint64(n) {
 			recs++
 		}
-		p.Channels[i] = elastic.ChannelStats{
+		cs := elastic.ChannelStats{
 			BlockedNs: int64(math.Round(cong * float64(ns) / float64(n))),
-			BusyNs:    int64(math.Round(busy * float64(ns))),
+			BusyNs:    int64(math.Round(wall * float64(ns))),
 			Records:   recs,
 		}
+		if m.ThreadCPU {
+			cs.CPUNs = int64(math.Round(work * float64(ns)))
+		}
+		p.Channels[i] = cs
 	}
-	return p
+	return p, left
 }
+
+func clamp01(x float64) float64 { return min(1, max(0, x)) }
 
 // Load is the offered load in records/s in period t (t from 0).
 type Load func(t int) float64
@@ -166,7 +291,11 @@ type Sample struct {
 	Channels   int     // channels the region ran with
 	Throughput float64 // records/s out of the region
 	Congestion float64 // congestion index
-	Decision   elastic.Decision
+	Backlog    float64 // records waiting at the source at the period's end
+	// Hidden marks a period the policy did not see (SkipChangePeriod);
+	// its Decision keeps the channel count.
+	Hidden   bool
+	Decision elastic.Decision
 }
 
 // Timeline is a run, one Sample per period.
@@ -179,24 +308,39 @@ func Run(m Model, p elastic.Policy, load Load, periods int) Timeline {
 	rng := rand.New(rand.NewPCG(m.Seed, m.Seed^0x9e3779b97f4a7c15))
 	n := p.Channels()
 	tl := make(Timeline, 0, periods)
+	backlog := 0.0
+	changed := false // a change takes effect in this period
 	for t := range periods {
 		offered := load(t)
+		capFactor := 1.0
 		if m.Noise > 0 {
 			offered *= 1 + m.Noise*rng.NormFloat64()
 		}
+		if m.CapNoise > 0 {
+			capFactor = max(0.05, 1+m.CapNoise*rng.NormFloat64())
+		}
 		offered = max(offered, 0)
-		per := m.Period(offered, n)
+		var pause int64
+		if changed {
+			pause = m.PauseNs
+		}
+		per, left := m.step(offered, backlog, pause, capFactor, n)
+		backlog = left
+		s := Sample{Period: t, Load: offered, Channels: n, Throughput: per.Throughput(),
+			Congestion: per.Congestion(), Backlog: left}
+		if changed && m.SkipChangePeriod {
+			s.Hidden = true
+			s.Decision = elastic.Decision{Level: -1, Channels: n, Prev: n, Rule: elastic.RuleSkip, Reason: "change period hidden"}
+			tl = append(tl, s)
+			changed = false
+			continue
+		}
 		d := p.Step(per)
-		tl = append(tl, Sample{
-			Period:     t,
-			Load:       offered,
-			Channels:   n,
-			Throughput: per.Throughput(),
-			Congestion: per.Congestion(),
-			Decision:   d,
-		})
-		if !d.DryRun {
-			n = d.Channels
+		s.Decision = d
+		tl = append(tl, s)
+		changed = false
+		if !d.DryRun && d.Channels != n {
+			n, changed = d.Channels, true
 		}
 	}
 	return tl
@@ -238,6 +382,34 @@ func (tl Timeline) MaxChannels(from, to int) int {
 	}
 	return m
 }
+
+// Served is the fraction of the records offered in periods [from, to)
+// that the region processed in them (records/records; 1 when nothing was
+// offered).
+func (tl Timeline) Served(from, to int) float64 {
+	var in, out float64
+	for _, s := range tl[max(from, 0):min(to, len(tl))] {
+		in += s.Load
+		out += s.Throughput
+	}
+	if in <= 0 {
+		return 1
+	}
+	return out / in
+}
+
+// MaxBacklog is the largest backlog, in records, at the end of a period in
+// [from, to).
+func (tl Timeline) MaxBacklog(from, to int) float64 {
+	b := 0.0
+	for _, s := range tl[max(from, 0):min(to, len(tl))] {
+		b = max(b, s.Backlog)
+	}
+	return b
+}
+
+// Final is the last sample.
+func (tl Timeline) Final() Sample { return tl[len(tl)-1] }
 
 // Write prints the timeline as a table, one period a line.
 func (tl Timeline) Write(w io.Writer) error {

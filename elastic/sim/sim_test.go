@@ -16,7 +16,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt timelines")
 
 // The region of most tests: 1000 records/s per channel, each added channel
 // 1 % less effective, 2 % noise on the offered load, up to 32 cores.
-var base = Model{ChannelRate: 1000, Efficiency: 0.99, Noise: 0.02, Seed: 1}
+var base = Model{ChannelRate: 1000, Efficiency: 0.99, Noise: 0.02, Seed: 1, Lossy: true}
 
 func config() elastic.Config {
 	cfg := elastic.DefaultConfig()
@@ -54,17 +54,47 @@ func dump(t *testing.T, tl Timeline) {
 
 var policies = []string{elastic.PolicyLevels, elastic.PolicyDS2}
 
-// settleUp is how many periods after a load step up each policy may take to
-// reach the optimum: the level controller climbs one level a period, DS2
-// computes the count in one step.
-var settleUp = map[string]int{elastic.PolicyLevels: 5, elastic.PolicyDS2: 2}
+// optimumRange is the channel counts a policy may settle on for a load:
+// from the optimum for the load itself (what a policy climbing until the
+// congestion stops reaches) to the optimum for the load plus two standard
+// deviations of noise at (1 − CongestionThreshold) busy (what a policy
+// sizing a decrease with the threshold's margin keeps).
+func optimumRange(m Model, name string, cfg elastic.Config, load float64) (lo, hi int) {
+	return optimum(m, name, cfg, load), optimum(m, name, cfg, load*(1+2*m.Noise)/(1-cfg.CongestionThreshold))
+}
 
-// TestStepUp: after each step up of the load, the policy settles on the
-// optimum within settleUp periods and never runs more channels than the
-// optimum for the load of the period (no overshoot). The steps cross 4, 3
-// and 5 levels. Scaling is linear for DS2, whose single step is exact only
-// then (TestDS2SubLinear covers sub-linear scaling); the level controller
-// runs against both models.
+// settledIn is the first period from which the channel count stays in [lo,
+// hi] until the end of tl (within [from, len)), or -1.
+func settledIn(tl Timeline, from, lo, hi int) int {
+	at := -1
+	for _, s := range tl[from:] {
+		switch {
+		case s.Channels < lo || s.Channels > hi:
+			at = -1
+		case at < 0:
+			at = s.Period
+		}
+	}
+	return at
+}
+
+// settleUp is how many periods after a load step up each policy may take to
+// settle: the level controller climbs one level per cool-down (3 periods)
+// and needs 2 periods to see the congestion, DS2 computes the count in one
+// step and may correct it once.
+func settleUp(name string, levels int) int {
+	if name == elastic.PolicyLevels {
+		return 3*levels + 2
+	}
+	return 8
+}
+
+// TestStepUp: after each step up of the load, the policy settles within
+// settleUp periods on a count in optimumRange, and never runs more channels
+// than the range's top. The steps cross 4, 3 and 5 levels. Scaling is
+// linear for DS2, whose single step is exact only then (TestDS2SubLinear
+// covers sub-linear scaling); the level controller runs against both
+// models.
 func TestStepUp(t *testing.T) {
 	linear := base
 	linear.Efficiency = 1
@@ -85,43 +115,41 @@ func TestStepUp(t *testing.T) {
 }
 
 func testStepUp(t *testing.T, name string, model Model, steps []Point) {
-	{
-		for seed := uint64(1); seed <= 5; seed++ {
-			cfg := config()
-			m := model
-			m.Seed = seed
-			tl := Run(m, policy(t, name, cfg), Schedule(steps...), steps[len(steps)-1].At+30)
-			for i, s := range steps {
-				end := len(tl)
-				if i+1 < len(steps) {
-					end = steps[i+1].At
-				}
-				want := optimum(m, name, cfg, s.Rate)
-				at := Timeline(tl[:end]).SettledAt(s.At, want)
-				if at < 0 || at-s.At > settleUp[name] {
-					dump(t, tl)
-					t.Fatalf("%s seed %d: load %.0f from period %d: settled on %d channels at period %d, want within %d periods",
-						name, seed, s.Rate, s.At, want, at, settleUp[name])
-				}
-				for _, x := range tl[s.At:end] {
-					if x.Channels > want {
-						dump(t, tl)
-						t.Fatalf("%s seed %d: period %d runs %d channels, above the optimum %d", name, seed, x.Period, x.Channels, want)
-					}
-				}
+	for seed := uint64(1); seed <= 5; seed++ {
+		cfg := config()
+		m := model
+		m.Seed = seed
+		tl := Run(m, policy(t, name, cfg), Schedule(steps...), steps[len(steps)-1].At+30)
+		lm := cfg.Map()
+		for i, s := range steps {
+			end := len(tl)
+			if i+1 < len(steps) {
+				end = steps[i+1].At
+			}
+			lo, hi := optimumRange(m, name, cfg, s.Rate)
+			from := tl[max(s.At-1, 0)].Channels
+			limit := settleUp(name, lm.Level(hi)-lm.Level(from))
+			at := settledIn(tl[:end], s.At, lo, hi)
+			if at < 0 || at-s.At > limit {
+				dump(t, tl)
+				t.Fatalf("%s seed %d: load %.0f from period %d: settled on [%d, %d] channels at period %d, want within %d periods",
+					name, seed, s.Rate, s.At, lo, hi, at, limit)
+			}
+			if mx := tl.MaxChannels(s.At, end); mx > hi {
+				dump(t, tl)
+				t.Fatalf("%s seed %d: up to %d channels from period %d, above %d", name, seed, mx, s.At, hi)
 			}
 		}
 	}
 }
 
 // TestDS2SubLinear: with strongly sub-linear scaling (each channel 3 % less
-// effective) the true rate per channel measured at few channels overstates
-// the rate at many, so DS2's first step falls short and the next
-// measurement corrects it. After three steps' worth of periods ([DS2 §3]:
-// "three steps is all you need") the region keeps up with the load within
-// the congestion threshold in every period, after at most three changes,
-// and never runs more channels than the optimum for the load plus two
-// standard deviations of noise.
+// effective) the throughput per channel measured at few channels overstates
+// what many channels add, so DS2's first step falls short and the gain
+// measured on it sizes the next. After four cool-downs the region keeps up
+// with the load within the congestion threshold in every period, after at
+// most three changes, and never runs more channels than the optimum for
+// the noisy load at 90 % busy.
 func TestDS2SubLinear(t *testing.T) {
 	m := base
 	m.Efficiency = 0.97
@@ -130,8 +158,8 @@ func TestDS2SubLinear(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		m.Seed = seed
 		tl := Run(m, policy(t, elastic.PolicyDS2, cfg), Schedule(Point{0, 1000}, Point{step, load}), 60)
-		opt := m.Optimum(load*(1+2*m.Noise), 1, 32)
-		for _, s := range tl[step+3*(1+cfg.WarmUpPeriods):] {
+		_, opt := optimumRange(m, elastic.PolicyDS2, cfg, load)
+		for _, s := range tl[step+4*(cfg.CoolDownPeriods+1):] {
 			if s.Congestion > cfg.CongestionThreshold {
 				dump(t, tl)
 				t.Fatalf("ds2 seed %d: period %d congested (%.2f)", seed, s.Period, s.Congestion)
@@ -145,11 +173,8 @@ func TestDS2SubLinear(t *testing.T) {
 }
 
 // TestStepDown: after a step down, the policy waits out the scale-down
-// window (ScaleDownPeriods, 1 as in the paper or the default 10) and then
-// settles on the optimum: the level controller within the window plus 3
-// periods (the decrease is confirmed in the window's last period, then one
-// level a period), DS2 within the window plus 1 (one step; a −1 step needs
-// at least 2 periods). Scaling is linear for DS2 as in TestStepUp.
+// delay (ScaleDownPeriods: 1 as in the paper, or 10) and then settles on a
+// count in optimumRange within the delay plus two cool-downs and the window.
 func TestStepDown(t *testing.T) {
 	steps := []Point{{0, 13500}, {40, 5500}, {80, 1500}}
 	for _, name := range policies {
@@ -157,7 +182,7 @@ func TestStepDown(t *testing.T) {
 			for seed := uint64(1); seed <= 5; seed++ {
 				cfg := config()
 				cfg.ScaleDownPeriods = w
-				limit := map[string]int{elastic.PolicyLevels: w + 3, elastic.PolicyDS2: max(w, 2) + 1}[name]
+				limit := w + 2*cfg.CoolDownPeriods + cfg.WindowPeriods
 				m := base
 				m.Seed = seed
 				if name == elastic.PolicyDS2 {
@@ -169,12 +194,12 @@ func TestStepDown(t *testing.T) {
 					if i+2 < len(steps) {
 						end = steps[i+2].At
 					}
-					want := optimum(m, name, cfg, s.Rate)
-					at := Timeline(tl[:end]).SettledAt(s.At, want)
+					lo, hi := optimumRange(m, name, cfg, s.Rate)
+					at := settledIn(tl[:end], s.At, lo, hi)
 					if at < 0 || at-s.At > limit {
 						dump(t, tl)
-						t.Fatalf("%s down=%d seed %d: load %.0f from period %d: settled on %d at period %d, want within %d",
-							name, w, seed, s.Rate, s.At, want, at, limit)
+						t.Fatalf("%s down=%d seed %d: load %.0f from period %d: settled on [%d, %d] at period %d, want within %d",
+							name, w, seed, s.Rate, s.At, lo, hi, at, limit)
 					}
 				}
 			}
@@ -395,3 +420,66 @@ func TestTimelines(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRealism checks the model's queue, pause, capacity curves and CPU
+// starvation against values worked out by hand.
+func TestModelRealism(t *testing.T) {
+	// Knee 6, +25 % per channel beyond: 6 + 0.25·4 = 7 channels' worth at 10.
+	m := Model{ChannelRate: 1000, Knee: 6, Beyond: 0.25}
+	if got := m.Capacity(10); got != 7000 {
+		t.Errorf("sub-linear Capacity(10) = %v, want 7000", got)
+	}
+	if got := (Model{ChannelRate: 1000, Knee: 6}).Capacity(10); got != 6000 {
+		t.Errorf("flat Capacity(10) = %v, want 6000", got)
+	}
+	// 8 cores, 2 serial stages: 6 cores for channels; 12 channels run half
+	// the time each. Busy (wall) reads 1, CPU 0.5.
+	m = Model{ChannelRate: 1000, Cores: 8, SerialStages: 2, ThreadCPU: true, Lossy: true}
+	if got := m.Capacity(12); got != 6000 {
+		t.Errorf("starved Capacity(12) = %v, want 6000", got)
+	}
+	p := m.Period(9000, 12)
+	if p.Throughput() != 6000 || p.Utilization() != 1 || p.TrueRate() != 1000 {
+		t.Errorf("starved period: throughput %v util %v true rate %v, want 6000, 1, 1000", p.Throughput(), p.Utilization(), p.TrueRate())
+	}
+	// Queue: 3000/s offered to 2000/s of capacity for 3 periods, then 1000/s:
+	// the backlog grows by 1000 a period and drains at 1000 a period.
+	m = Model{ChannelRate: 1000, ReportBacklog: true}
+	tl := Run(m, fixed(2), Schedule(Point{0, 3000}, Point{3, 1000}), 7)
+	var got []float64
+	for _, s := range tl {
+		got = append(got, s.Backlog)
+	}
+	if want := []float64{1000, 2000, 3000, 2000, 1000, 0, 0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("backlog %v, want %v", got, want)
+	}
+	if c := tl[3].Congestion; math.Abs(c-0.5) > 1e-9 { // demand 1000 + 3000 of backlog, takes 2000
+		t.Errorf("congestion while draining = %v, want 0.5", c)
+	}
+	// Pause: a change costs 100 ms in the period it takes effect, and that
+	// period is hidden from the policy.
+	m = Model{ChannelRate: 1000, PauseNs: 100e6, SkipChangePeriod: true, ReportBacklog: true}
+	tl = Run(m, &toggle{}, Constant(1000), 3)
+	if !tl[1].Hidden || tl[1].Throughput != 900 || tl[1].Backlog != 100 || tl[2].Hidden {
+		t.Errorf("pause: %+v", tl[:3])
+	}
+}
+
+// fixed is a policy that keeps n channels; toggle goes from 2 to 3 channels
+// after its first period. Both are tiny test policies, not mocks of ours.
+type fixed int
+
+func (f fixed) Step(p elastic.Period) elastic.Decision {
+	return elastic.Decision{Level: -1, Channels: int(f), Prev: len(p.Channels), Rule: elastic.RuleOff}
+}
+func (f fixed) Channels() int { return int(f) }
+func (f fixed) Name() string  { return "fixed" }
+
+type toggle struct{ n int }
+
+func (t *toggle) Step(p elastic.Period) elastic.Decision {
+	t.n = 3
+	return elastic.Decision{Level: -1, Channels: 3, Prev: len(p.Channels), Rule: elastic.RuleOff}
+}
+func (t *toggle) Channels() int { return max(t.n, 2) }
+func (t *toggle) Name() string  { return "toggle" }
