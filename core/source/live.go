@@ -256,7 +256,7 @@ type liveFile struct {
 	from, fromLine, to, toLine, read int64
 
 	scan, lines, recEnd, recLines int64
-	inQuote, quoteSeen, midField bool
+	inQuote, quoteSeen, midField  bool
 
 	// final: no more data is expected (a watched complete file, a file
 	// rotated away or superseded, the idle end): the bytes after the last
@@ -592,7 +592,6 @@ func (s *liveSource) scanTo(c *liveFile, size int64) error {
 	}
 	return nil
 }
-
 
 // look is what the source does after an idle poll: follow one path
 // across rotation, or take the files that appeared.
