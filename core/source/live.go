@@ -827,5 +827,9 @@ func (s *liveSource) reopen(st *liveState) error {
 	}
 	c.scan, c.lines, c.recEnd, c.recLines = st.From, st.Line, st.From, st.Line
 	c.from, c.fromLine, c.to, c.toLine = st.From, st.Line, st.From, st.Line
+	// The reader read the header from [0, From): it reads nothing more
+	// until refill points it at the bytes after From.
+	s.br.Reset(emptyInput{})
+	rr.reset(s.br, st.Line, s.errs)
 	return nil
 }

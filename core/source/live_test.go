@@ -201,6 +201,8 @@ func TestFollowResume(t *testing.T) {
 		appendFile(t, path, "k,v\na,1\nb,2\n")
 		s := follow(t, path)
 		equal(t, liveRecords(t, s, 2), []string{"a=1@2", "b=2@3"})
+		appendFile(t, path, "x,9\n") // read in a second range: the state's From is after b
+		equal(t, liveRecords(t, s, 1), []string{"x=9@4"})
 		st, err := s.(core.Resumer).ResumeState()
 		if err != nil {
 			t.Fatal(err)
@@ -211,22 +213,22 @@ func TestFollowResume(t *testing.T) {
 	t.Run("grown", func(t *testing.T) {
 		path, st := setup(t)
 		appendFile(t, path, "c,3\n")
-		r, err := resume(t, path, st, 2)
+		r, err := resume(t, path, st, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		equal(t, liveRecords(t, r, 1), []string{"c=3@4"})
+		equal(t, liveRecords(t, r, 1), []string{"c=3@5"})
 	})
 	t.Run("rotated", func(t *testing.T) {
 		path, st := setup(t)
 		appendFile(t, path, "c,3\n")
 		os.Rename(path, path+".1")
 		appendFile(t, path, "k,v\nd,4\n")
-		r, err := resume(t, path, st, 2)
+		r, err := resume(t, path, st, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		equal(t, liveRecords(t, r, 2), []string{"c=3@4", "d=4@1:2"})
+		equal(t, liveRecords(t, r, 2), []string{"c=3@5", "d=4@1:2"})
 	})
 	t.Run("gone", func(t *testing.T) {
 		path, st := setup(t)
@@ -236,7 +238,7 @@ func TestFollowResume(t *testing.T) {
 		if err := os.Rename(path+".new", path); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := resumeAndRead(t, path, st, 2); err == nil || !strings.Contains(err.Error(), "is gone") {
+		if _, err := resumeAndRead(t, path, st, 3); err == nil || !strings.Contains(err.Error(), "is gone") {
 			t.Fatalf("restore after the file was replaced: %v, want an error saying it is gone", err)
 		}
 	})
@@ -244,7 +246,7 @@ func TestFollowResume(t *testing.T) {
 		path, st := setup(t)
 		os.Truncate(path, 0)
 		appendFile(t, path, "k,v\n")
-		if _, err := resumeAndRead(t, path, st, 2); err == nil || !strings.Contains(err.Error(), "truncated") {
+		if _, err := resumeAndRead(t, path, st, 3); err == nil || !strings.Contains(err.Error(), "truncated") {
 			t.Fatalf("restore after truncation: %v, want an error saying it was truncated", err)
 		}
 	})
