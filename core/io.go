@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Source produces the job's input as data batches. A source is driven by
 // one goroutine.
@@ -15,7 +18,9 @@ type Source interface {
 	// most Linger, so that latency stays bounded; it may then return a
 	// batch of fewer records. A malformed record goes through the
 	// ErrorPolicy given at construction; an error Next returns stops the
-	// job. Next returns ctx.Err() promptly when ctx is done.
+	// job. Next returns ctx.Err() promptly when ctx is done. A live
+	// source may return (nil, ErrIdle) when it has waited a while and
+	// nothing arrived.
 	Next(ctx context.Context) (*Batch, error)
 	// Close releases the input. Safe to call more than once.
 	Close() error
@@ -162,3 +167,11 @@ type Encoder interface {
 type BlockStarts interface {
 	BlockStart(b int) int64
 }
+
+// ErrIdle is returned by a live source's Next (a followed or watched file)
+// when it has waited one poll interval and no record arrived: not a
+// failure and not the end; the caller may call Next again. It lets the
+// goroutine that drives the source act while the input is idle: the
+// source stage injects a checkpoint barrier that is due, so that a
+// checkpoint completes while no new data arrives.
+var ErrIdle = errors.New("no input yet")

@@ -150,3 +150,22 @@ func (r *Replayable) skipToPosition(ctx context.Context) (*Batch, error) {
 func (r *Replayable) ended() error {
 	return fmt.Errorf("replay: the input ended %d records before the checkpoint's position", r.skip)
 }
+
+// Resumer is a source whose replay position needs more than a record
+// count: a followed file, whose records before the position may have
+// been rotated away or truncated, so that re-reading the input from its
+// start cannot find them. The runtime records ResumeState beside the
+// Replayable's position in every checkpoint (metadata extra
+// "source_state") and, on restore, calls Resume with it before
+// Replayable.Skip; the source then skips to the position by the state
+// (it must implement Skipper), or refuses what it cannot resume.
+type Resumer interface {
+	// ResumeState describes the position after the last batch Next
+	// returned; called on the goroutine that calls Next, between calls.
+	ResumeState() (string, error)
+	// Resume takes the state of the checkpoint being restored, before
+	// the first Next. It returns an error, naming the file and what
+	// changed, when the input no longer holds the records after the
+	// position: the restore is refused rather than lose them.
+	Resume(state string) error
+}

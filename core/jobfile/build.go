@@ -83,7 +83,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if rs := s.Runtime.RingSize; rs < 0 || rs == 1 || rs&(rs-1) != 0 {
 		return nil, f.errAt("runtime.ring_size", "ring size must be a power of two ≥ 2, not %d", rs)
 	}
-	if job.Source, err = f.buildSource(errs, opt.Validate); err != nil {
+	if job.Source, err = f.buildSource(errs, opt); err != nil {
 		return nil, err
 	}
 	ok := false
@@ -292,12 +292,12 @@ func (f *File) duration(path, s string, def time.Duration) (time.Duration, error
 }
 
 // buildSource builds the one source of source:.
-func (f *File) buildSource(errs *core.ErrorPolicy, validate bool) (core.Source, error) {
+func (f *File) buildSource(errs *core.ErrorPolicy, opt Options) (core.Source, error) {
 	k, spec, err := sourceKinds.choose(f, "source", f.Spec.Source.sources, true)
 	if err != nil {
 		return nil, err
 	}
-	return k.build(&sourceBuild{keyAt: keyAt{f, "source." + k.name}, errs: errs, validate: validate}, spec)
+	return k.build(&sourceBuild{keyAt: keyAt{f, "source." + k.name}, errs: errs, validate: opt.Validate, info: opt.Info}, spec)
 }
 
 func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {

@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,7 +41,37 @@ func (b *sourceBuild) inputFiles(p string) (*inputs, error) {
 		return nil, b.errAt(".path", "%v", err)
 	}
 	in.paths = paths
-	for _, q := range paths {
+	b.claimMany(in, p, full)
+	return in, nil
+}
+
+// inputFilesLive claims the files of a live input (follow, watch) against
+// the sinks: the one file, or the directory or pattern (the files that
+// are there now and those that may appear), whose files it does not list
+// (the live source looks for them as it runs).
+func (b *sourceBuild) inputFilesLive(p string, many bool) (*inputs, error) {
+	full := b.f.path(p)
+	in := &inputs{many: many}
+	if !many {
+		b.f.claimFile(b.path+".path", full, "the input file")
+		in.paths = []string{full}
+		return in, nil
+	}
+	paths, err := source.Expand(full)
+	if err != nil && !errors.Is(err, source.ErrNoFiles) {
+		return nil, b.errAt(".path", "%v", err)
+	}
+	in.paths = paths
+	b.claimMany(in, p, full)
+	in.stamps = nil // the list changes as the job runs: the checkpoint's state names the files
+	return in, nil
+}
+
+// claimMany claims the files in.paths of the directory or pattern p
+// (full: resolved) and those that may appear in it, and stamps in with
+// them.
+func (b *sourceBuild) claimMany(in *inputs, p, full string) {
+	for _, q := range in.paths {
 		b.f.claimFile(b.path+".path", q, "an input file")
 		size := int64(-1)
 		if st, err := os.Stat(q); err == nil {
@@ -67,7 +98,6 @@ func (b *sourceBuild) inputFiles(p string) (*inputs, error) {
 		}
 	}
 	b.f.files = append(b.f.files, claimed{key: b.path + ".path", path: p, what: "the files of the input", match: match})
-	return in, nil
 }
 
 // open makes the source of the input: one file's, or the concatenation of

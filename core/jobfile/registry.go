@@ -385,6 +385,9 @@ type sourceBuild struct {
 	// validate: streamd validate builds the job (Options.Validate), and a
 	// source must not consume input that cannot be read again (stdin).
 	validate bool
+	// info, if set, receives notes of the running source (a followed
+	// file's rotation); Options.Info.
+	info func(msg string)
 }
 
 // sinkBuild is what a sink's builder is given.

@@ -22,6 +22,11 @@ type CSVSpec struct {
 	// Compression: auto (default: by extension, then magic bytes), none,
 	// gzip, zstd, bzip2 or xz (source.Compression).
 	Compression string `yaml:"compression"`
+	// Follow, Watch, Poll, IdleTimeout: a live input (LiveSpec).
+	Follow      bool   `yaml:"follow"`
+	Watch       bool   `yaml:"watch"`
+	Poll        string `yaml:"poll"`
+	IdleTimeout string `yaml:"idle_timeout"`
 
 	in *inputs // the files path names, once built
 }
@@ -31,8 +36,10 @@ type CSVSpec struct {
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
 	registerSource(sourceEntry[CSVSpec]{name: "csv", rank: 20, replayable: true, build: buildCSVSource,
+		weak: func(c *CSVSpec) (string, string) { return weakLive(c.live()) },
 		describe: func(c CSVSpec) any {
 			c.Parallelism = 0
+			c.Poll, c.IdleTimeout = "", "" // a restored run may poll otherwise
 			return describeFiles(c, c.in)
 		}})
 }
@@ -49,6 +56,13 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
+	lo, live, err := b.live(c.live(), c.Path, c.Compression, c.Parallelism)
+	if err != nil {
+		return nil, err
+	}
+	if live {
+		return b.liveSource(source.LiveCSV(b.f.path(c.Path), opts, lo, b.errs))
+	}
 	if opts.Compression, err = b.compression(c.Compression); err != nil {
 		return nil, err
 	}
@@ -93,4 +107,8 @@ func (f *File) csvOptions(path string, header *bool, delim string, cols yaml.Map
 		return opts, err
 	}
 	return opts, nil
+}
+
+func (c *CSVSpec) live() LiveSpec {
+	return LiveSpec{Follow: c.Follow, Watch: c.Watch, Poll: c.Poll, IdleTimeout: c.IdleTimeout}
 }

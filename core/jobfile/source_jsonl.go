@@ -19,6 +19,11 @@ type JSONLSpec struct {
 	TimeZone string `yaml:"time_zone,omitempty"`
 	// Compression: as CSVSpec.Compression.
 	Compression string `yaml:"compression"`
+	// Follow, Watch, Poll, IdleTimeout: a live input (LiveSpec).
+	Follow      bool   `yaml:"follow"`
+	Watch       bool   `yaml:"watch"`
+	Poll        string `yaml:"poll"`
+	IdleTimeout string `yaml:"idle_timeout"`
 
 	in *inputs // the files path names, once built
 }
@@ -33,6 +38,11 @@ type JSONSpec struct {
 	TimeZone string `yaml:"time_zone,omitempty"`
 	// Compression: as CSVSpec.Compression.
 	Compression string `yaml:"compression"`
+	// Follow, Watch, Poll, IdleTimeout: a live input (LiveSpec).
+	Follow      bool   `yaml:"follow"`
+	Watch       bool   `yaml:"watch"`
+	Poll        string `yaml:"poll"`
+	IdleTimeout string `yaml:"idle_timeout"`
 
 	in *inputs // the files path names, once built
 }
@@ -43,13 +53,24 @@ type JSONSpec struct {
 // any of the JSON formats (source.JSON).
 func init() {
 	registerSource(sourceEntry[JSONLSpec]{name: "jsonl", rank: 30, replayable: true, build: buildJSONLSource,
-		describe: func(j JSONLSpec) any { return describeFiles(j, j.in) }})
+		weak: func(j *JSONLSpec) (string, string) {
+			return weakLive(LiveSpec{Follow: j.Follow, Watch: j.Watch, Poll: j.Poll, IdleTimeout: j.IdleTimeout})
+		},
+		describe: func(j JSONLSpec) any {
+			j.Poll, j.IdleTimeout = "", "" // a restored run may poll otherwise
+			return describeFiles(j, j.in)
+		}})
 	registerSource(sourceEntry[JSONSpec]{name: "json", rank: 31, replayable: true, build: buildJSONSource,
-		describe: func(j JSONSpec) any { return describeFiles(j, j.in) }})
+		weak: func(j *JSONSpec) (string, string) { return weakLive(j.live()) },
+		describe: func(j JSONSpec) any {
+			j.Poll, j.IdleTimeout = "", ""
+			return describeFiles(j, j.in)
+		}})
 }
 
 func buildJSONLSource(b *sourceBuild, j *JSONLSpec) (core.Source, error) {
-	spec := &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields, TimeZone: j.TimeZone, Compression: j.Compression}
+	spec := &JSONSpec{Path: j.Path, Format: "lines", Explode: j.Explode, Fields: j.Fields, TimeZone: j.TimeZone, Compression: j.Compression,
+		Follow: j.Follow, Watch: j.Watch, Poll: j.Poll, IdleTimeout: j.IdleTimeout}
 	s, err := buildJSON(b, spec)
 	j.in = spec.in
 	return s, err
@@ -66,6 +87,24 @@ func buildJSON(b *sourceBuild, j *JSONSpec) (core.Source, error) {
 	opts, err := b.jsonOptions(b.f.path(j.Path), j.Format, j.Explode, j.Fields, j.TimeZone)
 	if err != nil {
 		return nil, err
+	}
+	lo, live, err := b.live(j.live(), j.Path, j.Compression, 0)
+	if err != nil {
+		return nil, err
+	}
+	if live {
+		if lo.Follow && opts.Format != source.JSONLines {
+			if j.Format == "" || j.Format == "auto" {
+				opts.Format = source.JSONLines // a followed file grows by lines
+			} else {
+				return nil, b.errAt(".format", "follow reads JSON lines as they arrive: format %s cannot be followed (use format: lines, or watch: true alone for complete files)", j.Format)
+			}
+		}
+		kind := "json"
+		if j.Format == "lines" {
+			kind = "jsonl"
+		}
+		return b.liveSource(source.LiveJSON(kind, b.f.path(j.Path), opts, lo, b.errs))
 	}
 	if opts.Compression, err = b.compression(j.Compression); err != nil {
 		return nil, err
@@ -131,3 +170,7 @@ func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.Map
 type emptyReader struct{}
 
 func (emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+func (j *JSONSpec) live() LiveSpec {
+	return LiveSpec{Follow: j.Follow, Watch: j.Watch, Poll: j.Poll, IdleTimeout: j.IdleTimeout}
+}

@@ -86,9 +86,12 @@ type barrierInfo struct {
 	// block, with source workers (exchange.go), is the block boundary the
 	// barrier sits at: every record of blocks < block is before it; -1
 	// for the single source stage.
-	block    int64
-	maxTime  int64 // the largest event time seen (watermark generator state)
-	wm       int64
+	block   int64
+	maxTime int64 // the largest event time seen (watermark generator state)
+	wm      int64
+	// state is a core.Resumer source's ResumeState at the barrier ("" for
+	// other sources), recorded as metadata extra "source_state".
+	state    string
 	table    *kvstate.Table
 	channels int
 	started  time.Time
@@ -260,10 +263,14 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	if info.table != nil {
 		owners = info.table.Owners()
 	}
+	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
+	if info.state != "" {
+		extra["source_state"] = info.state
+	}
 	return w.Commit(snapshot.Metadata{
 		Sources: sources, Owners: owners,
 		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
-		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink},
+		Extra: extra,
 	})
 }
 

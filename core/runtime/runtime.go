@@ -388,6 +388,13 @@ func (r *run) build() error {
 				if b := cp.Restore.Meta.Sources["block"]; b > 0 && !counted {
 					return unknownPosition(b)
 				}
+				if rs, ok := r.replay.Source.(core.Resumer); ok {
+					// A live file: the state names the file and the offset
+					// (core.Resumer); Skip then goes there.
+					if err := rs.Resume(cp.Restore.Meta.Extra["source_state"]); err != nil {
+						return fmt.Errorf("restore %s: %w", snapshot.Name(cp.Restore.Meta.ID), err)
+					}
+				}
 				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
 					return err
 				}
@@ -670,22 +677,27 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 	for {
 		var b *core.Batch
 		b, err = r.job.Source.Next(ctx)
-		if err != nil {
+		idle := errors.Is(err, core.ErrIdle) // a live source waited and nothing came
+		if err != nil && !idle {
 			break
 		}
-		if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors); err != nil {
-			b.Release()
-			break
+		err = nil
+		stamp := time.Now().UnixNano()
+		if !idle {
+			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors); err != nil {
+				b.Release()
+				break
+			}
+			if b.Len == 0 { // every record failed event_time.expr
+				b.Release()
+				continue
+			}
+			stamp = b.Stamp
+			if err = pre.Push(b); err != nil {
+				break
+			}
 		}
-		if b.Len == 0 { // every record failed event_time.expr
-			b.Release()
-			continue
-		}
-		stamp := b.Stamp
-		if err = pre.Push(b); err != nil {
-			break
-		}
-		if maxT != core.NoTime {
+		if maxT != core.NoTime && !idle {
 			if wm := maxT - bound - 1; wm > lastWM {
 				lastWM = wm
 				m := core.NewMarker(core.Watermark)
@@ -700,7 +712,14 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 			r.ck.begin(r.ck.epoch)
 			m := core.NewMarker(core.Barrier)
 			m.Epoch, m.Stamp = r.ck.epoch, stamp
-			m.Control = &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+			info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+			if rs, ok := replay.Source.(core.Resumer); ok {
+				if info.state, err = rs.ResumeState(); err != nil {
+					m.Release()
+					break
+				}
+			}
+			m.Control = info
 			if err = pre.Push(m); err != nil {
 				break
 			}
