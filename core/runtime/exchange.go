@@ -329,9 +329,8 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
-	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newStageCPU("source", id)}
+	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id)}
 	sp.errs, sp.letters = w.errs, &r.letters
-	w.cpu.replicated = true
 	sp.cpu = w.cpu
 	if w.pre, err = r.instantiate(r.job.Pre, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err

@@ -160,8 +160,7 @@ func (r *run) buildOutput(k int) error {
 		if err != nil {
 			return err
 		}
-		sc := r.newStageCPU("output", w)
-		sc.replicated = true
+		sc := r.newReplicatedStageCPU("output", w)
 		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
 	}
 	o.fails = newOutFailures(k)

@@ -198,7 +198,16 @@ func (r *run) register(rg interface{ Cancel() }) {
 
 // newStageCPU opens a CPU account for a stage about to start.
 func (r *run) newStageCPU(stage string, index int) *stageCPU {
-	sc := &stageCPU{stage: stage, index: index}
+	return r.openStageCPU(&stageCPU{stage: stage, index: index})
+}
+
+// newReplicatedStageCPU is newStageCPU for a replicated stage (a channel,
+// a source worker, an output worker), marked before reports can read it.
+func (r *run) newReplicatedStageCPU(stage string, index int) *stageCPU {
+	return r.openStageCPU(&stageCPU{stage: stage, index: index, replicated: true})
+}
+
+func (r *run) openStageCPU(sc *stageCPU) *stageCPU {
 	r.cpuMu.Lock()
 	r.cpus = append(r.cpus, sc)
 	r.cpuMu.Unlock()
@@ -867,8 +876,7 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	}
 	st.alive.Store(true)
 	r.wg.Add(1)
-	sc := r.newStageCPU("channel", c)
-	sc.replicated = true
+	sc := r.newReplicatedStageCPU("channel", c)
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("channel", c)
