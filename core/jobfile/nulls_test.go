@@ -274,7 +274,8 @@ func excerpt(got, want string) string {
 
 // A null lookup key matches nothing, not even the table's row with an
 // empty key (SQL: NULL = ” is not true): under on_miss: drop the record
-// goes, under the default it gets the empty fields of a miss. The JSON
+// goes, under the default it gets the empty fields of a miss, under
+// on_miss: null nulls. The JSON
 // lines sink writes a null as null, the CSV sink as an empty field; ??
 // replaces a null.
 func TestNullLookupKeyAndSinks(t *testing.T) {
@@ -286,6 +287,13 @@ func TestNullLookupKeyAndSinks(t *testing.T) {
 				`{"origin":"LAX","delay":null,"city":"Los Angeles","d":-1}` + "\n"},
 		{"empty", "csv: {path: out.jsonl}",
 			"origin,delay,city,d\nSFO,5,San Francisco,5\n,7,,7\nLAX,,Los Angeles,-1\n,,,-1\n"},
+		// on_miss: null adds nulls, as SQL's LEFT JOIN: null in JSON, and
+		// the map sees nil (c ?? "?").
+		{"null", "jsonl: {path: out.jsonl}",
+			`{"origin":"SFO","delay":5,"city":"San Francisco","d":5,"c":"San Francisco"}` + "\n" +
+				`{"origin":null,"delay":7,"city":null,"d":7,"c":"?"}` + "\n" +
+				`{"origin":"LAX","delay":null,"city":"Los Angeles","d":-1,"c":"Los Angeles"}` + "\n" +
+				`{"origin":null,"delay":null,"city":null,"d":-1,"c":"?"}` + "\n"},
 	} {
 		dir := t.TempDir()
 		writeFile(t, filepath.Join(dir, "in.csv"), in)
@@ -293,6 +301,7 @@ func TestNullLookupKeyAndSinks(t *testing.T) {
 		text := "source:\n  csv: {path: in.csv, columns: {origin: {type: string, nullable: true}, delay: {type: int64, nullable: true}}}\n" +
 			"pipeline:\n  - lookup_csv: {path: airports.csv, key: origin, table_key: iata, fields: [city], on_miss: " + c.miss + "}\n" +
 			"  - map: {d: \"delay ?? -1\"}\n" +
+			mapCity(c.miss) +
 			"sink:\n  " + c.sink + "\n"
 		if _, err := runJobFile(t, dir, text); err != nil {
 			t.Fatal(err)
@@ -301,6 +310,14 @@ func TestNullLookupKeyAndSinks(t *testing.T) {
 			t.Errorf("on_miss: %s:\n got %q\nwant %q", c.miss, got, c.want)
 		}
 	}
+}
+
+// mapCity adds c: city ?? "?" for the on_miss: null case.
+func mapCity(miss string) string {
+	if miss != "null" {
+		return ""
+	}
+	return "  - map: {c: \"city ?? '?'\"}\n"
 }
 
 // gapRow is a gap record as a Parquet row: optional columns for k, v and

@@ -33,20 +33,26 @@ func (f LookupField) typ() core.Type {
 type miss uint8
 
 const (
-	// missNull adds zero values ("", 0, false, the epoch): a LEFT JOIN.
-	missNull miss = iota
+	// missEmpty adds zero values ("", 0, false, the epoch).
+	missEmpty miss = iota
+	// missNull adds nulls: SQL's LEFT JOIN (the added fields are
+	// Nullable).
+	missNull
 	// missDrop drops the record.
 	missDrop
 	// missError reports the record to the error policy.
 	missError
 )
 
-// parseMiss maps on_miss: "" (the default), "null" or "empty" → add zero
-// values; "drop"; "error".
+// parseMiss maps on_miss: "" (the default; YAML's null decodes as "" too)
+// or "null" → add nulls, as SQL's LEFT JOIN; "empty" → add zero values;
+// "drop"; "error".
 func parseMiss(s string) (miss, error) {
 	switch s {
-	case "", "null", "empty":
+	case "", "null":
 		return missNull, nil
+	case "empty":
+		return missEmpty, nil
 	case "drop":
 		return missDrop, nil
 	case "error":
@@ -56,13 +62,33 @@ func parseMiss(s string) (miss, error) {
 }
 
 // joinSchema is in's fields followed by add's; names must not clash.
-func joinSchema(in *core.Schema, add []core.Field) (*core.Schema, error) {
+// Under missNull the added fields are Nullable.
+func joinSchema(in *core.Schema, add []core.Field, m miss) (*core.Schema, error) {
 	for _, f := range add {
 		if in.Index(f.Name) >= 0 {
 			return nil, fmt.Errorf("field %q is already in the input (rename it with \"column as name\")", f.Name)
 		}
 	}
-	return core.NewSchema(append(append([]core.Field(nil), in.Fields...), add...)...)
+	fs := append([]core.Field(nil), in.Fields...)
+	for _, f := range add {
+		if m == missNull {
+			f.Nullable, f.Default = true, nil
+		}
+		fs = append(fs, f)
+	}
+	return core.NewSchema(fs...)
+}
+
+// missFill is what a miss adds under m (missEmpty or missNull): n zero
+// values or n nulls.
+func missFill(m miss, n int) []core.Value {
+	fill := make([]core.Value, n)
+	if m == missNull {
+		for i := range fill {
+			fill[i] = core.Null()
+		}
+	}
+	return fill
 }
 
 // keyText returns the lookup key of value v of type t: a string field's

@@ -28,8 +28,9 @@ type LookupCSVOptions struct {
 	// column but TableKey, as strings.
 	Fields []LookupField
 	// OnMiss is what happens to a record whose key is not in the table:
-	// "null" or "empty" (the default) add zero values, like a LEFT JOIN;
-	// "drop" drops the record; "error" hands it to the error policy.
+	// "null" (the default) adds nulls, as SQL's LEFT JOIN does (the added
+	// fields are then Nullable); "empty" adds zero values; "drop" drops
+	// the record; "error" hands it to the error policy.
 	OnMiss string
 }
 
@@ -67,7 +68,7 @@ func LookupCSV(name string, opts LookupCSVOptions, in *core.Schema, errs *core.E
 	if err != nil {
 		return fail(err)
 	}
-	out, err := joinSchema(in, t.fields)
+	out, err := joinSchema(in, t.fields, onMiss)
 	if err != nil {
 		return fail(err)
 	}
@@ -77,7 +78,7 @@ func LookupCSV(name string, opts LookupCSVOptions, in *core.Schema, errs *core.E
 		Out:  out,
 		New: func(env core.Env) (core.Operator, error) {
 			return &csvLookup{name: name, in: in, t: t, key: key, keyType: in.Fields[key].Type, keyNull: in.Fields[key].Nullable,
-				miss: onMiss, errs: policy(errs, env), stats: st}, nil
+				miss: onMiss, fill: missFill(onMiss, len(t.fields)), errs: policy(errs, env), stats: st}, nil
 		},
 		Stats: func() map[string]int64 {
 			return map[string]int64{"hits": st.hits.Load(), "misses": st.misses.Load(), "rows": int64(len(t.rows))}
@@ -94,7 +95,6 @@ type lookupStats struct {
 type table struct {
 	fields []core.Field
 	rows   map[string][]core.Value
-	zero   []core.Value // the values added on a miss under missNull
 }
 
 func loadTable(opts LookupCSVOptions) (*table, error) {
@@ -137,7 +137,7 @@ func loadTable(opts LookupCSVOptions) (*table, error) {
 			}
 		}
 	}
-	t := &table{rows: make(map[string][]core.Value), fields: make([]core.Field, len(fields)), zero: make([]core.Value, len(fields))}
+	t := &table{rows: make(map[string][]core.Value), fields: make([]core.Field, len(fields))}
 	cols := make([]int, len(fields))
 	for k, lf := range fields {
 		if cols[k], err = lookupCol(lf.Column); err != nil {
@@ -184,6 +184,7 @@ type csvLookup struct {
 	keyType core.Type
 	keyNull bool // the key field is Nullable: a null key matches nothing
 	miss    miss
+	fill    []core.Value // what a miss adds under missEmpty or missNull
 	errs    *core.ErrorPolicy
 	stats   *lookupStats
 	buf     []byte
@@ -230,7 +231,7 @@ func (l *csvLookup) Process(in *core.Batch, out *core.Emitter) error {
 				}
 				continue
 			}
-			add = l.t.zero
+			add = l.fill
 		}
 		o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
 		copy(o, row)

@@ -73,7 +73,7 @@ func TestLookupCSVAirports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, airport string, city string, state string, lat float64)"; got != want {
+	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, airport string null, city string null, state string null, lat float64 null)"; got != want {
 		t.Fatalf("schema %s, want %s", got, want)
 	}
 	out, err := run(t, def, core.Env{}, flightBatch(someFlights))
@@ -90,9 +90,9 @@ func TestLookupCSVAirports(t *testing.T) {
 		}
 		w, ok := want[someFlights[i].origin]
 		if !ok {
-			// XXX is not an airport: empty values, like a LEFT JOIN.
-			if r.vals[4].Str() != "" || r.vals[5].Str() != "" || r.vals[7].Float() != 0 {
-				t.Errorf("missed key %s: added %v, want zero values", someFlights[i].origin, r.vals[4:])
+			// XXX is not an airport: nulls, as SQL's LEFT JOIN.
+			if !r.vals[4].IsNull() || !r.vals[5].IsNull() || !r.vals[6].IsNull() || !r.vals[7].IsNull() {
+				t.Errorf("missed key %s: added %v, want nulls", someFlights[i].origin, r.vals[4:])
 			}
 			continue
 		}
@@ -188,7 +188,7 @@ func TestLookupCSVTypedKeyAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, label string, weight string)"; got != want {
+	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, label string null, weight string null)"; got != want {
 		t.Fatalf("schema %s, want %s", got, want)
 	}
 	out, err := run(t, def, core.Env{}, flightBatch(someFlights))

@@ -33,8 +33,9 @@ type LookupHTTPOptions struct {
 	// zero value; numbers and strings convert as core.ParseValue does.
 	Fields []core.Field
 	// OnMiss is what a 404 response does to the records of that key:
-	// "null" or "empty" (the default) add zero values; "drop" drops them;
-	// "error" hands them to the error policy.
+	// "null" (the default) adds nulls (the added fields are then
+	// Nullable); "empty" adds zero values; "drop" drops them; "error" hands
+	// them to the error policy. A null key is a miss too.
 	OnMiss string
 	// Timeout bounds one request, response body included (default 5s).
 	Timeout time.Duration
@@ -142,7 +143,7 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 	if len(opts.Fields) == 0 {
 		return fail(errors.New("no fields to add"))
 	}
-	out, err := joinSchema(in, opts.Fields)
+	out, err := joinSchema(in, opts.Fields, s.miss)
 	if err != nil {
 		return fail(err)
 	}
@@ -185,7 +186,7 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 			if err != nil {
 				return nil, fmt.Errorf("lookup_http %s: %w", name, err)
 			}
-			return &httpLookup{name: name, in: in, s: s, cache: cache, client: client,
+			return &httpLookup{name: name, in: in, s: s, cache: cache, client: client, fill: missFill(s.miss, len(opts.Fields)),
 				keyType: in.Fields[s.key].Type, keyNull: in.Fields[s.key].Nullable, errs: policy(errs, env), slot: make(map[string]int32)}, nil
 		},
 		Stats: s.statsMap,
@@ -500,7 +501,8 @@ type httpLookup struct {
 	cache   *ristretto.Cache[string, *httpEntry]
 	client  *http.Client
 	keyType core.Type
-	keyNull bool // the key field is Nullable: a null key matches nothing and is not fetched
+	keyNull bool         // the key field is Nullable: a null key matches nothing and is not fetched
+	fill    []core.Value // what a miss adds under missEmpty or missNull
 	errs    *core.ErrorPolicy
 	done    bool
 
@@ -581,6 +583,7 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 			}
 			o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
 			copy(o, vals[i*w:(i+1)*w])
+			copy(o[w:], l.fill)
 			continue
 		}
 		if l.cached[j] {
@@ -605,11 +608,11 @@ func (l *httpLookup) Process(in *core.Batch, out *core.Emitter) error {
 				}
 				continue
 			}
-			add = nil
+			add = l.fill
 		}
 		o := out.Append(in.Seq[i], in.Hash[i], in.Time[i], in.Pos[i])
 		copy(o, vals[i*w:(i+1)*w])
-		copy(o[w:], add) // a miss leaves the added fields zero
+		copy(o[w:], add)
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func TestLookupHTTPOneRequestPerKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, city string, elevation int64, hub bool)"; got != want {
+	if got, want := def.Out.String(), "(carrier string, origin string, delay int64, distance float64, city string null, elevation int64 null, hub bool null)"; got != want {
 		t.Fatalf("schema %s, want %s", got, want)
 	}
 	// 300 records over 5 distinct keys, in two batches: 5 requests.
@@ -178,12 +178,12 @@ func TestLookupHTTPNotFound(t *testing.T) {
 	opts := LookupHTTPOptions{URL: srv.URL + "/airports/{key}", Key: "origin", Fields: cityFields}
 	batch := func() *core.Batch { return originBatch("ORD", "XXX", "ATL", "XXX") }
 
-	def, _ := LookupHTTP("l", opts, flights, nil) // on_miss: null
+	def, _ := LookupHTTP("l", opts, flights, nil) // on_miss: null, the default
 	out, err := run(t, def, core.Env{}, batch(), batch())
 	if err != nil || len(out) != 8 {
 		t.Fatalf("null: %d records, %v", len(out), err)
 	}
-	if v := out[1].vals; v[1].Str() != "XXX" || v[4].Str() != "" || v[5].Int() != 0 || v[6].Bool() {
+	if v := out[1].vals; v[1].Str() != "XXX" || !v[4].IsNull() || !v[5].IsNull() || !v[6].IsNull() {
 		t.Errorf("null: missed record got %v", v)
 	}
 	if n := srv.count("XXX"); n != 1 {
@@ -192,6 +192,15 @@ func TestLookupHTTPNotFound(t *testing.T) {
 	if st := def.Stats(); st["not_found"] != 1 || st["errors"] != 0 {
 		t.Errorf("stats %v", st)
 	}
+	opts.OnMiss = "empty"
+	empty, _ := LookupHTTP("l", opts, flights, nil)
+	if out, err = run(t, empty, core.Env{}, batch()); err != nil || len(out) != 4 {
+		t.Fatalf("empty: %d records, %v", len(out), err)
+	}
+	if v := out[1].vals; v[1].Str() != "XXX" || v[4].IsNull() || v[4].Str() != "" || v[5].Int() != 0 || v[6].Bool() {
+		t.Errorf("empty: missed record got %v", v)
+	}
+	opts.OnMiss = ""
 
 	opts.OnMiss = "drop"
 	def, _ = LookupHTTP("l", opts, flights, nil)
