@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"streamd/core"
+	"streamd/core/timeparse"
 )
 
 // A column entry of a source's columns: or fields: (and of lookup_http's
@@ -165,7 +166,22 @@ func (f *File) missingValue(c *Column) error {
 	default:
 		return f.errAt(at, "default must be a single value of the column's type (%s), not %T", c.Type, d)
 	}
-	v, err := core.ParseValue(c.Type, text)
+	var v core.Value
+	var err error
+	if c.Type == core.Timestamp && (c.Format != "" || c.Unit != "" || c.TimeZone != "") {
+		// Written as the column's values are (a source-level time_zone
+		// does not apply: give the default with an offset, or the
+		// column's own time_zone).
+		var tf *timeparse.Format
+		if tf, err = timeparse.New(c.Format, c.Unit, c.TimeZone); err == nil {
+			var ns int64
+			if ns, err = tf.Parser().Parse(text); err == nil {
+				v = core.TimeValue(ns)
+			}
+		}
+	} else {
+		v, err = core.ParseValue(c.Type, text)
+	}
 	if err != nil {
 		return f.errAt(at, "default: %v", err)
 	}

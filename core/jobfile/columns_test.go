@@ -35,3 +35,23 @@ func TestColumnLongForm(t *testing.T) {
 		}
 	}
 }
+
+// A timestamp column's default is written as the column's values are: in
+// its format (and time zone), not only in the default forms.
+func TestTimestampDefaultInColumnFormat(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in.csv"), "k,d\na,Mar 5 2001\nb,\n")
+	text := "source:\n  csv:\n    path: in.csv\n    columns:\n      k: string\n" +
+		"      d: {type: timestamp, format: \"%b %d %Y\", time_zone: Europe/Paris, default: \"Jan 1 2000\"}\n" +
+		"sink:\n  csv: {path: out.csv}\n"
+	if _, err := runJobFile(t, dir, text); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readFile(t, filepath.Join(dir, "out.csv")), "k,d\na,2001-03-04T23:00:00Z\nb,1999-12-31T23:00:00Z\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	err := buildText(t, dir, strings.Replace(text, `default: "Jan 1 2000"`, `default: "2000-01-01"`, 1), Options{})
+	if err == nil || !strings.Contains(err.Error(), "source.csv.columns.d.default: default: ") {
+		t.Errorf("a default not in the column's format: %v", err)
+	}
+}
