@@ -343,27 +343,62 @@ func (s *textSink) finishEpochs() error {
 	if err := s.closePart(); err != nil {
 		return err
 	}
-	epochs, err := partEpochs(s.epochs.dir)
-	if err != nil {
-		return err
-	}
-	f, err := createAtomic(s.path)
-	if err != nil {
-		return err
-	}
-	for _, e := range epochs {
-		part, err := os.Open(filepath.Join(s.epochs.dir, partName(e)))
-		if err == nil {
+	return s.epochs.combine(s.path, func(f *atomicFile) (func(string) error, func() error) {
+		add := func(name string) error {
+			part, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer part.Close()
 			_, err = io.Copy(f.f, part)
-			part.Close()
-		}
-		if err != nil {
-			f.abort()
 			return err
 		}
+		return add, func() error { return nil }
+	})
+}
+
+// combine writes the parts in ep.dir, in epoch order, into the final file
+// at path (its temporary file, committed once whole) and removes the
+// parts. open is given the temporary file and returns add, which appends
+// one part (by its file name), and end, which completes the file (a
+// footer). On failure the temporary file is removed and the parts stay.
+func (ep *epochState) combine(path string, open func(f *atomicFile) (add func(part string) error, end func() error)) error {
+	epochs, err := partEpochs(ep.dir)
+	if err != nil {
+		return err
+	}
+	f, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	add, end := open(f)
+	for _, e := range epochs {
+		if err = add(filepath.Join(ep.dir, partName(e))); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = end()
+	}
+	if err != nil {
+		f.abort()
+		return err
 	}
 	if err := f.commit(); err != nil {
 		return err
 	}
-	return os.RemoveAll(s.epochs.dir)
+	return os.RemoveAll(ep.dir)
+}
+
+// dropOpen closes and removes the part being written, if any: it is in no
+// checkpoint (a restore would delete it), so a failed job does not leave
+// it taking disk space. Parts made durable by a barrier stay.
+func (ep *epochState) dropOpen() {
+	if ep == nil || ep.part == nil {
+		return
+	}
+	name := ep.part.Name()
+	ep.part.Close()
+	os.Remove(name)
+	ep.part = nil
 }

@@ -350,31 +350,10 @@ func (s *parquetSink) finishEpochs() error {
 	if err := s.closePart(); err != nil {
 		return err
 	}
-	epochs, err := partEpochs(s.epochs.dir)
-	if err != nil {
-		return err
-	}
-	f, err := createAtomic(s.path)
-	if err != nil {
-		return err
-	}
-	w := s.newWriter(f)
-	for _, e := range epochs {
-		if err = copyParquetRows(w, filepath.Join(s.epochs.dir, partName(e))); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err != nil {
-		f.abort()
-		return err
-	}
-	if err := f.commit(); err != nil {
-		return err
-	}
-	return os.RemoveAll(s.epochs.dir)
+	return s.epochs.combine(s.path, func(f *atomicFile) (func(string) error, func() error) {
+		w := s.newWriter(f)
+		return func(name string) error { return copyParquetRows(w, name) }, w.Close
+	})
 }
 
 // copyParquetRows appends the rows of the Parquet file name to w.
@@ -415,12 +394,7 @@ func (s *parquetSink) Abort() {
 	if s.file != nil {
 		s.file.abort()
 	}
-	if s.epochs != nil && s.epochs.part != nil {
-		name := s.epochs.part.Name()
-		s.epochs.part.Close()
-		os.Remove(name)
-		s.epochs.part = nil
-	}
+	s.epochs.dropOpen()
 	s.w, s.rows, s.vals = nil, nil, nil
 }
 

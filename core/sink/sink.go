@@ -260,14 +260,6 @@ func (s *textSink) Abort() {
 	if s.file != nil {
 		s.file.abort()
 	}
-	if s.epochs != nil && s.epochs.part != nil {
-		// Keep the parts made durable by a barrier, for a restore; the
-		// current one is in no checkpoint: remove it now rather than
-		// leave it to a restore (a failed job's disk space).
-		name := s.epochs.part.Name()
-		s.epochs.part.Close()
-		os.Remove(name)
-		s.epochs.part = nil
-	}
+	s.epochs.dropOpen()
 	s.buf = nil
 }
