@@ -155,7 +155,9 @@ func (b *sourceBuild) jsonOptions(input, format, explode string, fields yaml.Map
 		o.Fields = append(o.Fields, source.JSONField{Field: c.Field, Path: c.Path})
 		// The paths so far together: two fields at one path, a field
 		// inside another's value, a path into the exploded array.
-		if _, err := source.JSON(input, o, emptyReader{}, nil); err != nil {
+		chk := o
+		chk.Compression = source.CompressionNone // the empty input is not compressed whatever its name
+		if _, err := source.JSON(input, chk, emptyReader{}, nil); err != nil {
 			at := c.At
 			if c.Path != "" {
 				at += ".path"

@@ -53,7 +53,8 @@ func ParquetCodec(name string) (compress.Codec, error) {
 //
 // Columns are the schema's fields in order: int64 → INT64, float64 →
 // DOUBLE, string → BYTE_ARRAY (STRING), bool → BOOLEAN, timestamp → INT64
-// TIMESTAMP(NANOS, adjusted to UTC); every column is required. Rows are
+// TIMESTAMP(NANOS, adjusted to UTC); a Nullable field is an optional
+// column whose nulls are Parquet nulls, the others are required. Rows are
 // cut into row groups of opts.RowGroupRows, so the file depends on the
 // records alone: the same records give the same bytes whatever the batch
 // sizes, channels or workers.
@@ -132,7 +133,12 @@ func (s *parquetSink) prepare(schema *core.Schema) error {
 		default:
 			return fmt.Errorf("field %q: type %s has no Parquet type", f.Name, f.Type)
 		}
-		fields[i] = orderedField{Node: parquet.Required(n), name: f.Name}
+		if f.Nullable {
+			n = parquet.Optional(n)
+		} else {
+			n = parquet.Required(n)
+		}
+		fields[i] = orderedField{Node: n, name: f.Name}
 	}
 	s.schema = parquet.NewSchema("streamd", orderedGroup(fields))
 	if st, err := os.Lstat(s.path); err == nil && !st.Mode().IsRegular() {
@@ -210,6 +216,14 @@ func (s *parquetSink) Write(b *core.Batch) error {
 		row := s.vals[r*s.width : (r+1)*s.width : (r+1)*s.width]
 		for c, f := range b.Schema.Fields {
 			v := rec[c]
+			var def int // definition level: 1 for a value of an optional column
+			if f.Nullable {
+				if v.IsNull() {
+					row[c] = parquet.NullValue().Level(0, 0, c)
+					continue
+				}
+				def = 1
+			}
 			var pv parquet.Value
 			switch f.Type {
 			case core.Int64, core.Timestamp:
@@ -222,7 +236,7 @@ func (s *parquetSink) Write(b *core.Batch) error {
 			case core.Bool:
 				pv = parquet.BooleanValue(v.Bool())
 			}
-			row[c] = pv.Level(0, 0, c)
+			row[c] = pv.Level(0, def, c)
 		}
 		rows[r] = row
 	}

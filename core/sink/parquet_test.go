@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -248,4 +249,48 @@ func BenchmarkParquetWrite(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*core.BatchSize), "ns/record")
 	k.Abort()
+}
+
+// A Nullable field is an optional column: its nulls are Parquet nulls
+// (definition level 0) and read back as nulls, not as the bits of the
+// null value; a value beside them reads back as itself.
+func TestParquetNullableColumns(t *testing.T) {
+	s := core.MustSchema(core.Field{Name: "k", Type: core.String},
+		core.Field{Name: "x", Type: core.Float64, Nullable: true},
+		core.Field{Name: "n", Type: core.Int64, Nullable: true})
+	b := core.NewBatch(s)
+	for i := range 6 {
+		row := b.Append(0, 0, core.NoTime, 0)
+		row[0], row[1], row[2] = core.StringValue(fmt.Sprint("k", i)), core.FloatValue(float64(i)/2), core.IntValue(int64(i))
+		if i%2 == 1 {
+			row[1] = core.Null()
+		}
+		if i%3 == 0 {
+			row[2] = core.Null()
+		}
+	}
+	p := filepath.Join(t.TempDir(), "n.parquet")
+	writeAll(t, Parquet(p, ParquetOptions{}), s, b)
+	errs, _ := core.NewErrorPolicy(core.Fail, "")
+	src, err := source.Parquet(p, nil, errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if fs := src.Schema().Fields; !fs[1].Nullable || !fs[2].Nullable || fs[0].Nullable {
+		t.Fatalf("read back schema %v: x and n nullable, k not", fs)
+	}
+	got, err := src.Next(context.Background())
+	if err != nil || got.Len != 6 {
+		t.Fatalf("%v, %v", got, err)
+	}
+	for i := range 6 {
+		row := got.Row(i)
+		if row[1].IsNull() != (i%2 == 1) || (i%2 == 0 && row[1].Float() != float64(i)/2) {
+			t.Errorf("row %d: x %v", i, row[1])
+		}
+		if row[2].IsNull() != (i%3 == 0) || (i%3 != 0 && row[2].Int() != int64(i)) {
+			t.Errorf("row %d: n %v", i, row[2])
+		}
+	}
 }
