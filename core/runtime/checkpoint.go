@@ -88,6 +88,9 @@ type barrierInfo struct {
 	// for the single source stage.
 	block    int64
 	maxTime  int64 // the largest event time seen (watermark generator state)
+	// maxTimes, for a union, is each input's largest event time
+	// (inputTimes.String); "" otherwise.
+	maxTimes string
 	wm       int64
 	table    *kvstate.Table
 	channels int
@@ -256,6 +259,10 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	if info.block >= 0 {
 		sources["block"] = info.block
 	}
+	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
+	if info.maxTimes != "" {
+		extra["max_event_times"] = info.maxTimes
+	}
 	var owners []int
 	if info.table != nil {
 		owners = info.table.Owners()
@@ -263,7 +270,7 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	return w.Commit(snapshot.Metadata{
 		Sources: sources, Owners: owners,
 		Operators: ops, OperatorStates: states, KeyGroups: c.keyGroups, Channels: info.channels, Watermark: info.wm,
-		Extra: map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink},
+		Extra: extra,
 	})
 }
 
