@@ -46,6 +46,16 @@ func Union(inputs []core.Source, names []string, errs *core.ErrorPolicy) (core.S
 	return u, nil
 }
 
+// UnionInputError is an error of one input of a union: Input is its
+// index.
+type UnionInputError struct {
+	Input int
+	Err   error
+}
+
+func (e *UnionInputError) Error() string { return e.Err.Error() }
+func (e *UnionInputError) Unwrap() error { return e.Err }
+
 // union is the block interleave of several inputs.
 type union struct {
 	srcs  []core.Source
@@ -82,9 +92,9 @@ func (u *union) check() error {
 		}
 		switch {
 		case !ok || (n == 0 && !emptyInput(s)):
-			return fmt.Errorf("input %s cannot be read by blocks fixed by its bytes (its batches follow the clock or arrival), so it cannot join a union", u.names[i])
+			return &UnionInputError{i, fmt.Errorf("input %s cannot be read by blocks fixed by its bytes (its batches follow the clock or arrival), so it cannot join a union", u.names[i])}
 		case n < 0:
-			return fmt.Errorf("input %s is unbounded: a union interleaves bounded inputs (give the generator a count)", u.names[i])
+			return &UnionInputError{i, fmt.Errorf("input %s is unbounded: a union interleaves bounded inputs (give the generator a count)", u.names[i])}
 		}
 		u.split = append(u.split, sp)
 		u.n = append(u.n, n)
@@ -93,12 +103,12 @@ func (u *union) check() error {
 		}
 		si := s.Schema()
 		if len(si.Fields) != len(s0.Fields) {
-			return fmt.Errorf("input %s has %d fields and input %s has %d: the inputs of a union must have the same fields, by name and type, in the same order", u.names[i], len(si.Fields), u.names[0], len(s0.Fields))
+			return &UnionInputError{i, fmt.Errorf("input %s has %d fields and input %s has %d: the inputs of a union must have the same fields, by name and type, in the same order", u.names[i], len(si.Fields), u.names[0], len(s0.Fields))}
 		}
 		for k, f := range si.Fields {
 			g := s0.Fields[k]
 			if f.Name != g.Name || f.Type != g.Type || f.Nullable != g.Nullable {
-				return fmt.Errorf("field %d: input %s has %s, input %s has %s: the inputs of a union must have the same fields, by name and type, in the same order", k+1, u.names[i], describeField(f), u.names[0], describeField(g))
+				return &UnionInputError{i, fmt.Errorf("field %d: input %s has %s, input %s has %s: the inputs of a union must have the same fields, by name and type, in the same order", k+1, u.names[i], describeField(f), u.names[0], describeField(g))}
 			}
 		}
 	}
