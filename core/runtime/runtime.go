@@ -360,7 +360,7 @@ func (r *run) build() error {
 	}
 	workers := sourceWorkers(job, goruntime.NumCPU())
 	if workers == 0 {
-		r.times = newInputTimes(job.Source)
+		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
 		r.srcCPU = r.newStageCPU("source", 0)
 		if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
@@ -375,7 +375,6 @@ func (r *run) build() error {
 		}
 		_, counted := job.Source.(core.BlockStarts)
 		if workers == 0 {
-			r.times = newInputTimes(job.Source) // before the Replayable hides it
 			r.replay = core.NewReplayable(job.Source)
 			job.Source = r.replay
 		}
