@@ -86,8 +86,8 @@ type barrierInfo struct {
 	// block, with source workers (exchange.go), is the block boundary the
 	// barrier sits at: every record of blocks < block is before it; -1
 	// for the single source stage.
-	block    int64
-	maxTime  int64 // the largest event time seen (watermark generator state)
+	block   int64
+	maxTime int64 // the largest event time seen (watermark generator state)
 	// maxTimes, for a union, is each input's largest event time
 	// (inputTimes.String); "" otherwise.
 	maxTimes string
