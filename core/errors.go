@@ -102,6 +102,54 @@ type ErrorPolicy struct {
 	held    [][]byte
 	heldPos []int64
 	heldSeq []uint64
+
+	// fwd, for a Rebased policy: the policy it hands every record to, with
+	// the position base | PosLine(pos).
+	fwd  *ErrorPolicy
+	base int64
+	// inputOf, on a job's policy, names the input of a position for the
+	// dead letters' "source" (a union's input: NameInputs); nil: none.
+	inputOf func(pos int64) string
+}
+
+// Rebased returns a policy that hands each bad or late record to p with
+// the input position base | PosLine(pos): a union (source.Union) reads a
+// block of one of its inputs through it, so that the positions its dead
+// letters are ordered by are the union's (core.Interleaved), while the
+// line the dead letter shows stays the line in its file. It counts and
+// mutes as p does; it holds nothing itself. Allocates once.
+func (p *ErrorPolicy) Rebased(base int64) *ErrorPolicy {
+	return &ErrorPolicy{Mode: p.Mode, path: p.path, fwd: p, base: base}
+}
+
+// NameInputs makes every dead letter written through p (and its Deferred
+// and Rebased policies) name the input its record came from, by its
+// position, in the field "source": a union's input. Call it before the
+// job runs.
+func (p *ErrorPolicy) NameInputs(inputOf func(pos int64) string) { p.root().inputOf = inputOf }
+
+// root is the policy that writes p's dead letters.
+func (p *ErrorPolicy) root() *ErrorPolicy {
+	for {
+		switch {
+		case p.fwd != nil:
+			p = p.fwd
+		case p.parent != nil:
+			p = p.parent
+		default:
+			return p
+		}
+	}
+}
+
+// isMuted says whether p, or a policy it hands its records to, is muted.
+func (p *ErrorPolicy) isMuted() bool {
+	for ; p != nil; p = p.fwd {
+		if p.muted.Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Deferred returns a policy of p's mode for one goroutine whose dead
@@ -148,6 +196,9 @@ func (p *ErrorPolicy) WriteDeferred(lines [][]byte) error {
 
 // counts is the policy whose counters count p's records.
 func (p *ErrorPolicy) counts() *ErrorPolicy {
+	if p.fwd != nil {
+		return p.fwd.counts()
+	}
 	if p.parent != nil {
 		return p.parent
 	}
@@ -178,7 +229,7 @@ func (p *ErrorPolicy) Bad(input string, pos int64, raw string, reason error) err
 // a position (one line of JSON holding several) keep their input order
 // whatever the channel count.
 func (p *ErrorPolicy) BadSeq(input string, pos int64, seq uint64, raw string, reason error) error {
-	if p.muted.Load() > 0 {
+	if p.isMuted() {
 		return nil
 	}
 	switch p.Mode {
@@ -228,14 +279,24 @@ type deadLetter struct {
 	Pos    int64  `json:"pos,omitempty"`
 	Reason string `json:"reason"`
 	Record string `json:"record"`
+	// Source is the input the record came from, in a job of several
+	// (ErrorPolicy.NameInputs).
+	Source string `json:"source,omitempty"`
 }
 
 // write appends one dead letter to the file, opening it on the first.
 func (p *ErrorPolicy) write(input string, pos int64, seq uint64, raw, reason string) error {
+	if p.fwd != nil {
+		return p.fwd.write(input, p.base|PosLine(pos), seq, raw, reason)
+	}
 	if p.path == "" {
 		return errors.New("dead letter: no dead_letter_path set")
 	}
-	line, err := json.Marshal(deadLetter{Input: input, Pos: PosLine(pos), Reason: reason, Record: raw})
+	dl := deadLetter{Input: input, Pos: PosLine(pos), Reason: reason, Record: raw}
+	if of := p.root().inputOf; of != nil {
+		dl.Source = of(pos)
+	}
+	line, err := json.Marshal(dl)
 	if err != nil {
 		return err
 	}

@@ -175,3 +175,27 @@ type BlockStarts interface {
 // source stage injects a checkpoint barrier that is due, so that a
 // checkpoint completes while no new data arrives.
 var ErrIdle = errors.New("no input yet")
+
+// Interleaved is implemented by a Splittable source that is the union of
+// several inputs read as a block interleave (source.Union;
+// docs/ARCHITECTURE.md, "Determinism"): its blocks are block 0 of input 0,
+// block 0 of input 1, …, then block 1 of each input that has one, and so
+// on, skipping exhausted inputs. The runtime keeps a watermark per input
+// for it: after each batch the watermark is the minimum, over the inputs
+// still being read (those with a block at or after the batch's), of each
+// input's largest event time so far, less the bound.
+//
+// A record of block b has Pos b<<PosFileShift | its line or row in its own
+// file (PosLine): positions sort in interleave order, and the block (so
+// the input) of a batch is Pos[0]>>PosFileShift, which the runtime reads
+// once per batch.
+type Interleaved interface {
+	Splittable
+	// Inputs is the number of inputs (≥ 1).
+	Inputs() int
+	// BlockInput is the input block b (0 ≤ b < Blocks()) belongs to.
+	BlockInput(b int) int
+	// LastBlock is the last block of input i in the interleave; -1 if the
+	// input has no block.
+	LastBlock(i int) int
+}

@@ -243,13 +243,21 @@ func (f *File) pos(path string) (int, int) {
 }
 
 // present reports whether the file has the key path names (with any
-// value, null included); path has no [index].
+// value, null included).
 func (f *File) present(path string) bool {
 	if f.ast == nil || len(f.ast.Docs) == 0 {
 		return false
 	}
 	n := f.ast.Docs[0].Body
 	for _, seg := range segments(path) {
+		if seg.index >= 0 { // a list entry: source.union[1].stdin
+			sq, ok := unwrap(n).(*ast.SequenceNode)
+			if !ok || seg.index >= len(sq.Values) {
+				return false
+			}
+			n = sq.Values[seg.index]
+			continue
+		}
 		mv := lookupKey(unwrap(n), seg.name)
 		if mv == nil {
 			return false

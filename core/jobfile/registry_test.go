@@ -16,7 +16,7 @@ func TestRegistryOrder(t *testing.T) {
 		got, want []string
 	}{
 		{opKinds.names(), []string{"filter", "map", "project", "lookup_csv", "lookup_http", "window", "aggregate"}},
-		{sourceKinds.names(), []string{"parquet", "csv", "jsonl", "json", "stdin", "generator"}},
+		{sourceKinds.names(), []string{"parquet", "csv", "jsonl", "json", "stdin", "generator", "union"}},
 		{sinkKinds.names(), []string{"csv", "jsonl", "parquet", "stdout", "discard"}},
 	} {
 		if !slices.Equal(c.got, c.want) {

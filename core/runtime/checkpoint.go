@@ -88,7 +88,10 @@ type barrierInfo struct {
 	// for the single source stage.
 	block   int64
 	maxTime int64 // the largest event time seen (watermark generator state)
-	wm      int64
+	// maxTimes, for a union, is each input's largest event time
+	// (inputTimes.String); "" otherwise.
+	maxTimes string
+	wm       int64
 	// state is a core.Resumer source's ResumeState at the barrier ("" for
 	// other sources), recorded as metadata extra "source_state".
 	state    string
@@ -259,11 +262,14 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	if info.block >= 0 {
 		sources["block"] = info.block
 	}
+	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
+	if info.maxTimes != "" {
+		extra["max_event_times"] = info.maxTimes
+	}
 	var owners []int
 	if info.table != nil {
 		owners = info.table.Owners()
 	}
-	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
 	if info.state != "" {
 		extra["source_state"] = info.state
 	}

@@ -82,10 +82,13 @@ type blockInput struct {
 	ended   bool
 	channel int
 	ctx     context.Context
+	// times, for a union, is the per-input watermark state (inputtimes.go)
+	// that replaces prevMax; nil otherwise.
+	times *inputTimes
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
-	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, lastWM: startWM, ctx: ctx}
+	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
 }
 
 func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
@@ -111,6 +114,9 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 				// The change's marker: after every record of the blocks
 				// before, before any of this one.
 				if in.channel == 0 {
+					if in.times != nil {
+						rc.maxTimes = in.times.clone()
+					}
 					rc.publishWatermark(in.prevMax, in.lastWM)
 				}
 				m := core.NewMarker(core.Reconfig)
@@ -128,6 +134,10 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 		switch bt.Kind {
 		case core.Pulse:
 			if bt.Control == blockEnd {
+				if in.times != nil {
+					in.times.at(in.b)
+					in.times.see(bt.Watermark)
+				}
 				in.prevMax = max(in.prevMax, bt.Watermark)
 				in.b++
 				in.cur = nil
@@ -139,9 +149,18 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			// barrier's done): channel 0 records the watermark state.
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
 				bi.maxTime, bi.wm = in.prevMax, in.lastWM
+				if in.times != nil {
+					bi.maxTimes = in.times.String()
+				}
 			}
 		case core.Watermark:
-			if wm := max(in.prevMax, bt.Watermark) - in.bound - 1; wm > in.lastWM {
+			wm, ok := max(in.prevMax, bt.Watermark)-in.bound-1, true
+			if in.times != nil { // a union: the one branch a candidate of another job pays
+				in.times.at(in.b)
+				in.times.see(bt.Watermark)
+				wm, ok = in.times.watermark(in.bound)
+			}
+			if ok && wm > in.lastWM {
 				in.lastWM, bt.Watermark = wm, wm
 			} else {
 				// No new watermark here: the point still tells the merger
@@ -482,12 +501,17 @@ func unknownPosition(b int64) error {
 
 // input is channel c's side of the exchange; the restore's watermark
 // state when r resumes from a checkpoint.
-func (r *run) input(c int, bound int64) *blockInput {
+func (r *run) input(c int, bound int64) (*blockInput, error) {
 	in := newBlockInput(r.x, c, r.startBlock, bound, r.startWM, r.ctx)
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.prevMax)
+		if in.times != nil {
+			if err := in.times.restore(&r.restore.Meta); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return in
+	return in, nil
 }
 
 // beginNext is what worker w does before reading its next block after

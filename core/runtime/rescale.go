@@ -67,6 +67,9 @@ type reconf struct {
 	// splitter knows the last watermark when it makes the change.
 	watermark       chan struct{}
 	prevMax, lastWM int64
+	// maxTimes, for a union, is each input's largest event time at the
+	// marker (inputTimes), set with prevMax.
+	maxTimes []int64
 }
 
 // newReconf starts a change from channel count from to to at sequence

@@ -111,7 +111,10 @@ type run struct {
 	sets   []*instSet
 
 	// What build prepared for launch and teardown.
-	replay              *core.Replayable
+	replay *core.Replayable
+	// times, for a union read by the single source stage, is its
+	// per-input watermark state (inputtimes.go); nil otherwise.
+	times               *inputTimes
 	timeField           int
 	timeUnit, startWM   int64
 	sinkOpen, ckRunning bool
@@ -366,6 +369,7 @@ func (r *run) build() error {
 	}
 	workers := sourceWorkers(job, goruntime.NumCPU())
 	if workers == 0 {
+		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
 		r.srcCPU = r.newStageCPU("source", 0)
 		if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
@@ -406,6 +410,11 @@ func (r *run) build() error {
 				}
 				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
 					return err
+				}
+				if r.times != nil {
+					if err := r.times.restore(&cp.Restore.Meta); err != nil {
+						return err
+					}
 				}
 			} else if r.startBlock, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
 				return err
@@ -566,7 +575,11 @@ func (r *run) launch() error {
 		for c := range outs {
 			var in input
 			if r.x != nil {
-				in = r.input(c, job.EventTime.MaxOutOfOrder)
+				bi, err := r.input(c, job.EventTime.MaxOutOfOrder)
+				if err != nil {
+					return err
+				}
+				in = bi
 			} else {
 				in = ringInput{r.splitter.rings[c]}
 			}
@@ -682,6 +695,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &maxT)
 	}
 	bound := r.job.EventTime.MaxOutOfOrder
+	times := r.times
 	var err error
 	for {
 		var b *core.Batch
@@ -693,6 +707,10 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 		err = nil
 		stamp := time.Now().UnixNano()
 		if !idle {
+			var pos0 int64 // a union's block (core.Interleaved)
+			if times != nil && b.Len > 0 {
+				pos0 = b.Pos[0]
+			}
 			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors); err != nil {
 				b.Release()
 				break
@@ -705,9 +723,17 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 			if err = pre.Push(b); err != nil {
 				break
 			}
-		}
-		if maxT != core.NoTime && !idle {
-			if wm := maxT - bound - 1; wm > lastWM {
+			wm, ok := maxT-bound-1, maxT != core.NoTime
+			if times != nil {
+				// A union, the one branch a batch of another job pays: maxT
+				// was this batch's largest event time (reset below), the
+				// watermark the minimum over the inputs (inputtimes.go).
+				times.at(int(pos0 >> core.PosFileShift))
+				times.see(maxT)
+				maxT = core.NoTime
+				wm, ok = times.watermark(bound)
+			}
+			if ok && wm > lastWM {
 				lastWM = wm
 				m := core.NewMarker(core.Watermark)
 				m.Watermark, m.Stamp = wm, stamp
@@ -722,6 +748,9 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 			m := core.NewMarker(core.Barrier)
 			m.Epoch, m.Stamp = r.ck.epoch, stamp
 			info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+			if times != nil {
+				info.maxTimes = times.String()
+			}
 			if rs, ok := replay.Source.(core.Resumer); ok {
 				if info.state, err = rs.ResumeState(); err != nil {
 					m.Release()
@@ -886,6 +915,9 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 			bi := in.(*blockInput)
 			var err error
 			if bi.prevMax, bi.lastWM, err = join.awaitWatermark(r.ctx); err == nil {
+				if bi.times != nil {
+					copy(bi.times.max, join.maxTimes)
+				}
 				env.Watermark = bi.lastWM
 				set, err = r.instantiate(r.chanOps, env, r.regionCounters)
 			}
