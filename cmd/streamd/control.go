@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,10 @@ type controlServer struct {
 	file  *jobfile.File
 	live  atomic.Pointer[runtime.Live]
 	ended atomic.Bool
+	// ready is closed once the job has started or ended: a request that
+	// comes before waits for it.
+	ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // controlListenAddr checks --control-addr and --control-token: a bare
@@ -74,9 +79,9 @@ func isLoopback(host string) bool {
 func listenControl(addr, token string, job *runtime.Job, f *jobfile.File) (*controlServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("control: %w", err)
+		return nil, fmt.Errorf("--control-addr %s: %w", addr, err)
 	}
-	s := &controlServer{ln: ln, token: token, job: job, file: f}
+	s := &controlServer{ln: ln, token: token, job: job, file: f, ready: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/", s.serve)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -87,10 +92,16 @@ func listenControl(addr, token string, job *runtime.Job, f *jobfile.File) (*cont
 func (s *controlServer) addr() string { return s.ln.Addr().String() }
 
 // started gives the server the job's live view (runtime.Job.OnStart).
-func (s *controlServer) started(l runtime.Live) { s.live.Store(&l) }
+func (s *controlServer) started(l runtime.Live) {
+	s.live.Store(&l)
+	s.readyOnce.Do(func() { close(s.ready) })
+}
 
 // end marks the job ended: requests are answered 503.
-func (s *controlServer) end() { s.ended.Store(true) }
+func (s *controlServer) end() {
+	s.ended.Store(true)
+	s.readyOnce.Do(func() { close(s.ready) })
+}
 
 func (s *controlServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -153,6 +164,12 @@ func (s *controlServer) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	if len(body) > maxControlBody {
 		replyErr(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", maxControlBody)
+		return
+	}
+	select {
+	case <-s.ready:
+	case <-req.Context().Done():
+		replyErr(w, http.StatusServiceUnavailable, "the job has not started")
 		return
 	}
 	lp := s.live.Load()

@@ -33,7 +33,8 @@ func usageErr(err error) error { return &exitError{code: 2, err: err} }
 
 // exitStopped is the exit code of a job stopped at a savepoint.
 const exitStopped = 3
-func jobErr(err error) error   { return &exitError{code: 1, err: err} }
+
+func jobErr(err error) error { return &exitError{code: 1, err: err} }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
