@@ -32,9 +32,13 @@ const (
 	// Reconfig marks the point in the splitter's order where the channel
 	// count changes (prepare → sync → update, DESIGN.md).
 	Reconfig
+	// Update marks the sync point of a change of logic: operators after
+	// it run the new logic, records before it saw the old (the runtime's
+	// control plane; Control carries the change).
+	Update
 )
 
-var kindNames = [...]string{"data", "watermark", "pulse", "barrier", "end", "reconfig"}
+var kindNames = [...]string{"data", "watermark", "pulse", "barrier", "end", "reconfig", "update"}
 
 func (k Kind) String() string { return kindNames[k] }
 

@@ -5,8 +5,11 @@
 //	streamd bench WORKLOAD [flags]
 //	streamd checkpoints list DIR | inspect CHECKPOINT
 //
+//	streamd ctl ADDR status | scale N | rebalance | checkpoint | stop [--savepoint] | update OP SPEC | …
+//
 // Exit codes: 0 success, 1 job failure (including Ctrl-C), 2 usage or
-// configuration error.
+// configuration error, 3 a job stopped at a savepoint (streamd ctl stop
+// --savepoint: --restore latest resumes it).
 package main
 
 import (
@@ -27,7 +30,11 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &exitError{code: 2, err: err} }
-func jobErr(err error) error   { return &exitError{code: 1, err: err} }
+
+// exitStopped is the exit code of a job stopped at a savepoint.
+const exitStopped = 3
+
+func jobErr(err error) error { return &exitError{code: 1, err: err} }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -57,10 +64,11 @@ func newRoot() *cobra.Command {
 	}
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		cmd.Help()
-		return usageErr(errors.New("no command given (expected run, validate, bench or checkpoints)"))
+		return usageErr(errors.New("no command given (expected run, validate, bench, checkpoints or ctl)"))
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newCheckpointsCmd())
+	root.AddCommand(newCtlCmd())
 	return root
 }

@@ -182,6 +182,19 @@ func (m *metricsServer) writeJob(e *expo, l liveView) {
 		e.sample("streamd_rescale_drain_seconds", r.DrainMax.Seconds(), "quantile", "1")
 	}
 
+	e.family("streamd_channel_reconfig_pause_seconds_total", "counter", "Time a channel paused in live reconfigurations (channel changes, rebalance steps).")
+	for i, c := range r.Channels {
+		e.sample("streamd_channel_reconfig_pause_seconds_total", float64(c.PauseNs)/1e9, "channel", strconv.Itoa(i))
+	}
+	e.family("streamd_reconfigurations_total", "counter", "Reconfigurations carried out, by kind (scale, rebalance, update, checkpoint, stop, pause-controller, resume-controller), from the control endpoint, a policy or the elastic controller.")
+	for _, k := range sortedKeys(r.Reconfigurations) {
+		e.sample("streamd_reconfigurations_total", float64(r.Reconfigurations[k]), "kind", k)
+	}
+	e.family("streamd_reconfigurations_refused_total", "counter", "Reconfiguration requests refused or failed, by kind.")
+	for _, k := range sortedKeys(r.Refused) {
+		e.sample("streamd_reconfigurations_refused_total", float64(r.Refused[k]), "kind", k)
+	}
+
 	if rb := r.Rebalance; rb != nil {
 		e.family("streamd_rebalance_steps_total", "counter", "Rebalance steps carried out (key groups moved between channels at the same channel count).")
 		e.sample("streamd_rebalance_steps_total", float64(rb.Steps))
@@ -259,6 +272,16 @@ func (e *expo) sample(name string, v float64, labels ...string) {
 	}
 	desc := prometheus.NewDesc(name, e.help[name], keys, nil)
 	e.ch <- prometheus.MustNewConstMetric(desc, e.typ[name], v, vals...)
+}
+
+// sortedKeys is m's keys in order.
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func b2f(b bool) float64 {

@@ -39,6 +39,8 @@ type runFlags struct {
 	pprofAddr      string
 	metricsAddr    string
 	statusInterval time.Duration
+	controlAddr    string
+	controlToken   string
 }
 
 func newRunCmd() *cobra.Command {
@@ -77,6 +79,8 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&fl.metricsAddr, "metrics-addr", "", "serve Prometheus /metrics, /healthz and /readyz on host:port while the job runs")
 	cmd.Flags().DurationVar(&fl.statusInterval, "status-interval", 5*time.Second, "period of the status lines when standard error is not a terminal (0 or less: none)")
 	cmd.Flags().StringVar(&fl.restore, "restore", "", "resume from a checkpoint: latest (the newest valid one in checkpoint.dir) or a checkpoint directory")
+	cmd.Flags().StringVar(&fl.controlAddr, "control-addr", "", "serve the control endpoint (JSON over HTTP: streamd ctl, docs/CONTROL.md) on host:port; :port binds loopback; another address needs --control-token")
+	cmd.Flags().StringVar(&fl.controlToken, "control-token", "", "the token every control request must carry (Authorization: Bearer TOKEN); required for a non-loopback --control-addr")
 	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file, and a PNG plot of it beside (same name, .png)")
 	return cmd
 }
@@ -84,6 +88,15 @@ func newRunCmd() *cobra.Command {
 func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) error {
 	if fl.channels < 0 {
 		return usageErr(fmt.Errorf("--channels must be between 1 and 1024, not %d", fl.channels))
+	}
+	var controlAddr string
+	if fl.controlAddr != "" {
+		var err error
+		if controlAddr, err = controlListenAddr(fl.controlAddr, fl.controlToken); err != nil {
+			return usageErr(err)
+		}
+	} else if fl.controlToken != "" {
+		return usageErr(errors.New("--control-token without --control-addr: there is no control endpoint to protect"))
 	}
 	f, err := jobfile.Load(path)
 	if err != nil {
@@ -172,6 +185,28 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		return usageErr(err)
 	}
 	defer obs.close()
+	var ctl *controlServer
+	if controlAddr != "" {
+		if reg := job.Region; reg != nil && len(reg.Key) > 0 && reg.Rebalance == nil {
+			// The control plane's rebalance needs the channels' per key
+			// group counts (balance.go); nothing runs on its own.
+			reg.Rebalance = &runtime.Rebalance{}
+		}
+		if ctl, err = listenControl(controlAddr, fl.controlToken, job, f); err != nil {
+			return usageErr(err)
+		}
+		defer ctl.close()
+		prev := job.OnStart
+		job.OnStart = func(l runtime.Live) {
+			ctl.started(l)
+			if prev != nil {
+				prev(l)
+			}
+		}
+		if !fl.quiet {
+			say("control on http://" + ctl.addr() + "/v1/")
+		}
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -179,6 +214,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	defer stop()
 	rep, err := runtime.Run(ctx, job)
 	obs.end()
+	if ctl != nil {
+		ctl.end()
+	}
 	if fl.memProfile != "" {
 		if mf, merr := os.Create(fl.memProfile); merr == nil {
 			pprof.WriteHeapProfile(mf)
@@ -189,6 +227,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		printReport(stderr, rep, err)
 	}
 	if err != nil {
+		if errors.Is(err, runtime.ErrStopped) {
+			return &exitError{code: exitStopped, err: fmt.Errorf("%w; its checkpoints and the output committed up to it are kept: --restore latest resumes it", err)}
+		}
 		if errors.Is(err, runtime.ErrInterrupted) {
 			if job.Checkpoint != nil && job.Checkpoint.Store != nil {
 				return jobErr(fmt.Errorf("%w (output discarded; its checkpoints and committed output are kept: --restore latest resumes it)", err))
@@ -219,6 +260,8 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 	switch {
 	case r.Interrupted:
 		state = "interrupted"
+	case errors.Is(err, runtime.ErrStopped):
+		state = "stopped at a savepoint"
 	case err != nil:
 		state = "failed"
 	}

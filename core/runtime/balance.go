@@ -173,6 +173,9 @@ type balancer struct {
 	// of a full period are in.
 	requests chan rebalanceRequest
 	waiting  []rebalanceRequest
+	// ctl is the run's control plane: auto plans go to its log, and
+	// pause-controller holds them.
+	ctl *control
 
 	mu      sync.Mutex // report figures, read by Live and the report
 	plans   int64
@@ -246,7 +249,7 @@ func (b *balancer) next(r *run, cur *kvstate.Table) *kvstate.Table {
 	if b.start.IsZero() {
 		b.start, b.last = now, now
 	}
-	if len(b.waiting) > 0 || (b.cfg.Auto && now.Sub(b.last) >= b.period) {
+	if len(b.waiting) > 0 || (b.cfg.Auto && now.Sub(b.last) >= b.period && !r.ctl.paused.Load()) {
 		if load, bytes, per, ok := b.poll(r); ok {
 			b.last = now
 			b.mu.Lock()
@@ -284,8 +287,14 @@ func (b *balancer) decide(cur *kvstate.Table, load []uint64, bytes []int64, per 
 		}
 	}
 	b.waiting = b.waiting[:0]
-	if b.cfg.Auto && len(b.steps) == 0 && balance.Skew(per) > b.target(0) {
-		b.plan(owners, cur.Channels(), load, bytes, per, 0, now)
+	if b.cfg.Auto && len(b.steps) == 0 && balance.Skew(per) > b.target(0) && (b.ctl == nil || !b.ctl.paused.Load()) {
+		p := b.plan(owners, cur.Channels(), load, bytes, per, 0, now)
+		if b.ctl != nil && p.Groups > 0 {
+			b.ctl.record(Reconfiguration{At: now, Kind: KindRebalance, Position: -1, From: cur.Channels(), To: cur.Channels(),
+				Reason: fmt.Sprintf("rebalancer: skew %.3f > target %.3f", p.Before, p.Target),
+				Inputs: map[string]string{"loads": fmt.Sprint(per), "planned_skew": fmt.Sprintf("%.3f", p.After), "groups": fmt.Sprint(p.Groups),
+					"bytes": fmt.Sprint(p.Bytes), "steps": fmt.Sprint(p.Steps)}})
+		}
 	}
 }
 

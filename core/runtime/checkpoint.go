@@ -130,6 +130,35 @@ type checkpointer struct {
 	// report takes): checkpoint durations, the channels' snapshot pauses,
 	// copy-on-write stalls (GroupSnapshot.ObserveStalls).
 	durations, pauses, stalls durationHist
+
+	// waiters are the control plane's requests for a checkpoint
+	// (control.go), by epoch: registered before the barrier is injected,
+	// answered when the checkpoint completes (nil), fails or times out.
+	waitMu  sync.Mutex
+	waiters map[uint64]chan error
+}
+
+// await registers a waiter for epoch e, before its barrier is injected.
+func (c *checkpointer) await(e uint64) <-chan error {
+	ch := make(chan error, 1)
+	c.waitMu.Lock()
+	if c.waiters == nil {
+		c.waiters = map[uint64]chan error{}
+	}
+	c.waiters[e] = ch
+	c.waitMu.Unlock()
+	return ch
+}
+
+// notify answers epoch e's waiter, if it has one.
+func (c *checkpointer) notify(e uint64, err error) {
+	c.waitMu.Lock()
+	ch := c.waiters[e]
+	delete(c.waiters, e)
+	c.waitMu.Unlock()
+	if ch != nil {
+		ch <- err
+	}
 }
 
 func newCheckpointer(cfg Checkpointing, ops []core.OperatorDef, groups int) *checkpointer {
@@ -197,6 +226,7 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				c.timeouts++
 				c.mu.Unlock()
 				warn("checkpoint timed out", "epoch", e, "timeout", c.cfg.Timeout)
+				c.notify(e, fmt.Errorf("checkpoint %d timed out after %s", e, c.cfg.Timeout))
 				c.end()
 			}
 			continue
@@ -219,6 +249,7 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				c.mu.Lock()
 				c.failures++
 				c.mu.Unlock()
+				c.notify(e, fmt.Errorf("checkpoint %d failed: %w", e, err))
 			} else {
 				c.committed.Store(e)
 				d := time.Since(a.info.started)
@@ -227,6 +258,7 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				c.durations.record(d)
 				c.mu.Unlock()
 				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
+				c.notify(e, nil)
 			}
 			c.end()
 		}

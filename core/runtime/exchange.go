@@ -214,10 +214,16 @@ type exchange struct {
 	routed      []int        // by worker id: the index in configs its splitter routes under
 	pending     int          // the block the next barrier goes before; -1: none
 	pendingInfo *barrierInfo
-	configs     []*routing // in block order; the first from the start block
-	started     atomic.Int64
-	routes      atomic.Pointer[[]*routing]  // configs, for the channels
-	splitters   atomic.Pointer[[]*splitter] // every worker's, for reports
+	// pendingUpd is a change of logic placed at block pending instead of a
+	// barrier (control.go): its block's worker sends the Update marker.
+	// updates are those that replace a pre-region operator, in block
+	// order: each worker applies them as it reaches their blocks.
+	pendingUpd *update
+	updates    []*update
+	configs    []*routing // in block order; the first from the start block
+	started    atomic.Int64
+	routes     atomic.Pointer[[]*routing]  // configs, for the channels
+	splitters  atomic.Pointer[[]*splitter] // every worker's, for reports
 
 	// Dead letters: each worker's pre-region operators and block reads
 	// report bad records to its own deferred policy (srcWorker.errs); its
@@ -244,6 +250,10 @@ type srcWorker struct {
 	pre  *instSet
 	errs *core.ErrorPolicy
 	cpu  *stageCPU
+	// chain is the pre-region chain into sp; applied counts the
+	// exchange's updates its instances have taken (x.mu to read updates).
+	chain   *core.Chain
+	applied int
 }
 
 // routing is how the workers route from a block on: which workers read
@@ -348,10 +358,10 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
-	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id)}
+	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates)}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
-	if w.pre, err = r.instantiate(r.job.Pre, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
+	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
 	}
 	x.workers = append(x.workers, w)
@@ -533,8 +543,14 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 		x.started.Store(int64(b))
 	}
 	var send *barrierInfo
+	var upd *update
 	if x.pending == b {
-		send, x.pending, x.pendingInfo = x.pendingInfo, -1, nil
+		send, upd, x.pending, x.pendingInfo, x.pendingUpd = x.pendingInfo, x.pendingUpd, -1, nil, nil
+	}
+	// Changes of the pre-region logic from block b on (update.go).
+	var swaps []*update
+	for ; w.applied < len(x.updates) && x.updates[w.applied].block <= b; w.applied++ {
+		swaps = append(swaps, x.updates[w.applied])
 	}
 	k := configIndex(x.configs, b)
 	changed := k != x.routed[w.id]
@@ -543,7 +559,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	var err error
 	// One barrier pending at a time, and never at a routing's first block
 	// (the channels' Reconfig marker has that sequence number).
-	if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
+	if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && upd == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
 		switch {
 		case r.ck != nil && r.ck.due():
 			r.ck.epoch++
@@ -552,7 +568,10 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
 		default:
 			placed := false
-			if r.scaler != nil {
+			if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
+				placed, err = r.placeControl(next)
+			}
+			if r.scaler != nil && !placed {
 				if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
 					err, placed = r.placeChange(n, next, nil), true
 				}
@@ -571,6 +590,19 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	}
 	if changed {
 		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], cfg.table)
+	}
+	for _, u := range swaps {
+		if err := swapInstance(w.pre.insts, u.index, u.def, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
+			return -1, err
+		}
+		w.chain = chainOf(w.pre.insts, w.sp.route)
+	}
+	if upd != nil {
+		// The sync point of a change of logic: before block b's records.
+		w.sp.seq = uint64(b)<<blockSeqBits - 1
+		m := core.NewMarker(core.Update)
+		m.Control, m.Stamp = upd, time.Now().UnixNano()
+		return b, w.sp.route(m)
 	}
 	if send == nil {
 		return b, nil
@@ -785,7 +817,7 @@ func (r *run) startWorker(w *srcWorker) {
 // splitter.
 func (r *run) sourceWorker(w *srcWorker) {
 	sp := w.sp
-	pre := chainOf(w.pre.insts, sp.route)
+	w.chain = chainOf(w.pre.insts, sp.route)
 	maxT := int64(core.NoTime)
 	sc := w.cpu
 	emit := func(b *core.Batch) error {
@@ -799,7 +831,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 			return nil
 		}
 		stamp := b.Stamp
-		if err := pre.Push(b); err != nil {
+		if err := w.chain.Push(b); err != nil {
 			return err
 		}
 		if maxT == core.NoTime {

@@ -29,6 +29,11 @@ type Report struct {
 	DrainP50, DrainMax time.Duration
 	// Channels now (the live value for a running job).
 	CurrentChannels int
+	// Reconfigurations counts the reconfigurations carried out, by kind
+	// (scale, rebalance, update, checkpoint, stop, pause-controller,
+	// resume-controller: control.go), whoever asked; Refused those refused
+	// or failed. Nil when there were none.
+	Reconfigurations, Refused map[string]int64
 	// Rebalance sums up load balancing at the same channel count (nil
 	// when the region has none configured). Its steps are not Rescales.
 	Rebalance *RebalanceReport
@@ -76,6 +81,7 @@ type ChannelReport struct {
 	BusyNs    int64
 	BlockedNs int64 // ns the splitter was blocked on this channel's full ring
 	CPUNs     int64 // thread CPU time working, ns (ChannelStats.CPUNs)
+	PauseNs   int64 // paused in live reconfigurations, ns (ChannelStats.PauseNs)
 }
 
 // Throughput is records read per second of wall time.
@@ -147,10 +153,11 @@ func (r *run) report(wall time.Duration) *Report {
 	}
 	add("pre", r.job.Pre, pre)
 	if r.job.Region != nil {
-		add("region", r.chanOps, region)
+		add("region", r.regionDefs, region)
 		for c := range int(r.usedChans.Load()) {
 			rep.Channels = append(rep.Channels, ChannelReport{Records: r.chanStats[c].Records.Load(),
-				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c), CPUNs: r.chanStats[c].CPUNs.Load()})
+				BusyNs: r.chanStats[c].BusyNs.Load(), BlockedNs: r.blockedNs(c), CPUNs: r.chanStats[c].CPUNs.Load(),
+				PauseNs: r.chanStats[c].PauseNs.Load()})
 		}
 	}
 	add("post", r.job.Post, post)
@@ -177,5 +184,6 @@ func (r *run) report(wall time.Duration) *Report {
 	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.pauses.percentiles()
 	rep.DrainP50, _, rep.DrainMax = r.drains.percentiles()
 	rep.Rebalance = r.rebalanceReport()
+	rep.Reconfigurations, rep.Refused = Live{r}.Counts()
 	return rep
 }

@@ -262,11 +262,13 @@ func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 	if err := r.adopt(c, rc, insts, sc); err != nil {
 		return err
 	}
-	switch {
+	switch d := time.Since(t0); {
 	case !rc.balance:
-		r.pauses.record(time.Since(t0))
+		r.pauses.record(d)
+		r.chanStats[c].PauseNs.Add(int64(d))
 	case (c < len(rc.lose) && len(rc.lose[c]) > 0) || (c < len(rc.expect) && rc.expect[c] > 0):
-		r.balancePauses.record(time.Since(t0))
+		r.balancePauses.record(d)
+		r.chanStats[c].PauseNs.Add(int64(d))
 	}
 	return nil
 }
@@ -292,7 +294,9 @@ func (r *run) join(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 		return err
 	}
 	if synced := rc.synced.Load(); synced != 0 {
-		r.pauses.record(time.Duration(max(0, time.Now().UnixNano()-synced)))
+		d := time.Duration(max(0, time.Now().UnixNano()-synced))
+		r.pauses.record(d)
+		r.chanStats[c].PauseNs.Add(int64(d))
 	}
 	return nil
 }
@@ -401,7 +405,7 @@ func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		c := &controlled{policy: p, period: time.Duration(cfg.PeriodNs), log: log, timeline: reg.Elastic.Timeline}
+		c := &controlled{policy: p, period: time.Duration(cfg.PeriodNs), log: log, timeline: reg.Elastic.Timeline, name: reg.Elastic.Policy}
 		if c.period <= 0 {
 			c.period = time.Second
 		}
@@ -445,6 +449,8 @@ type controlled struct {
 	start    time.Time
 	last     time.Time
 	counters elastic.Counters
+	name     string // the policy's, for the reconfiguration log
+	paused   bool   // pause-controller held it at the last period
 }
 
 func (c *controlled) next(r *run) int {
@@ -458,12 +464,29 @@ func (c *controlled) next(r *run) int {
 		return 0
 	}
 	c.last = now
+	if r.ctl.paused.Load() {
+		// pause-controller: no decisions; measuring starts afresh on resume.
+		c.window.Reset()
+		c.paused = true
+		return 0
+	}
+	if c.paused {
+		c.paused = false
+		c.window.Observe(c.snapshot(r, now))
+		return 0
+	}
 	p, ok := c.window.Observe(c.snapshot(r, now))
 	if !ok {
 		return 0
 	}
 	d := c.policy.Step(p)
 	applied := d.Changed() && !d.DryRun
+	r.ctl.noteDecision(fmt.Sprintf("%s (t %s, applied %v)", d, now.Sub(c.start).Round(time.Millisecond), applied))
+	if applied {
+		r.ctl.record(Reconfiguration{At: now, Kind: KindScale, Reason: "elastic " + c.name + ": " + string(d.Rule), Position: -1, From: len(p.Channels), To: d.Channels,
+			Inputs: map[string]string{"congestion": fmt.Sprintf("%.3f", p.Congestion()), "throughput": fmt.Sprintf("%.0f", p.Throughput()),
+				"arrival": fmt.Sprintf("%.0f", p.ArrivalRate()), "level": fmt.Sprint(d.Level), "why": d.Reason}})
+	}
 	c.log.Info("elastic", "t", now.Sub(c.start).Round(time.Millisecond), "congestion", fmt.Sprintf("%.3f", p.Congestion()),
 		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
 		"level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)

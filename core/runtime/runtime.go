@@ -51,7 +51,9 @@ type run struct {
 	regionCounters    []*core.Counters
 	letters           letterQueue        // the channels' dead letters, for the merger (letters.go)
 	failures          failures           // operator failures in channels, decided in input order (failure.go)
-	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial
+	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial (routing goroutine; updates replace it, update.go)
+	regionDefs        []core.OperatorDef // chanOps as built, for reports
+	preDefs           []core.OperatorDef // the pre-region operators source workers added later start with (update.go)
 	recordsIn, recOut atomic.Int64
 	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
 	maxChannels       int
@@ -77,7 +79,10 @@ type run struct {
 	loads         []atomic.Pointer[groupLoad]
 	balancePauses durationHist
 
-	// Live reconfiguration (rescale.go).
+	// Live reconfiguration (rescale.go) and the control plane's requests
+	// (control.go).
+	ctl                       control
+	postFinal                 func(*core.Batch) error // the post-region chain's last step (update.go)
 	rescales                  atomic.Int64
 	pauses                    durationHist
 	drains                    durationHist // the source's wait for the old channels' backlog
@@ -141,6 +146,9 @@ type ChannelStats struct {
 	// does not count time the thread was descheduled. 0 where the clock is
 	// missing.
 	CPUNs atomic.Int64
+	// PauseNs is the time the channel paused in live reconfigurations
+	// (channel changes and rebalance steps), ns.
+	PauseNs atomic.Int64
 	// Batches counts the batches (data and markers) the channel has
 	// finished, to compare with what the splitter pushed to it.
 	Batches atomic.Uint64
@@ -363,6 +371,8 @@ func (r *run) build() error {
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	r.preCounters, r.postCounters = newCounters(len(job.Pre)), newCounters(len(job.Post))
 	r.letters.errs = job.Errors
+	r.preDefs = job.Pre
+	r.ctl.log = r.log
 	var err error
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
@@ -435,6 +445,7 @@ func (r *run) build() error {
 			r.chanOps = append(slices.Clip(reg.Ops), core.OperatorDef{Name: p.Name + " (partial)", Out: outSchema(splitIn, reg.Ops), New: p.Partial})
 		}
 		r.regionCounters = newCounters(len(r.chanOps))
+		r.regionDefs = r.chanOps
 		r.maxChannels = max(n, reg.MaxChannels)
 		r.usedChans.Store(int64(n))
 		r.curChans.Store(int64(n))
@@ -444,6 +455,7 @@ func (r *run) build() error {
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		if reg.Rebalance != nil && len(reg.Key) > 0 {
 			r.bal = newBalancer(reg.Rebalance, reg.Groups, r.log)
+			r.bal.ctl = &r.ctl
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
 		if workers > 0 {
@@ -462,6 +474,7 @@ func (r *run) build() error {
 				return err
 			}
 			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
+			r.splitter.tableNow.Store(r.splitter.table)
 			r.splitter.cpu = r.srcCPU
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
@@ -538,7 +551,7 @@ func (r *run) build() error {
 func (r *run) launch() error {
 	job := r.job
 	// The sink end: post-region operators, then the sink.
-	postChain := chainOf(r.post.insts, func(b *core.Batch) error {
+	r.postFinal = func(b *core.Batch) error {
 		defer b.Release()
 		if r.ck != nil {
 			if err := r.sinkCheckpoint(b); err != nil {
@@ -553,7 +566,8 @@ func (r *run) launch() error {
 			job.OnSink(b)
 		}
 		return job.Sink.Write(b)
-	})
+	}
+	postChain := chainOf(r.post.insts, r.postFinal)
 	if job.OnStart != nil {
 		job.OnStart(Live{r: r})
 	}
@@ -628,7 +642,7 @@ func (r *run) launch() error {
 		defer r.recoverStage("source", 0)
 		r.srcCPU.begin()
 		defer r.srcCPU.end()
-		r.source(r.ctx, preChain, r.replay, r.startWM)
+		r.source(r.ctx, preChain, head, r.replay, r.startWM)
 	})
 	return nil
 }
@@ -688,7 +702,7 @@ func (r *run) teardown(startErr error) (*Report, error) {
 // source is the first stage: it reads batches, stamps event time, emits
 // watermarks (bounded out-of-orderness) and feeds the pre-region chain,
 // whose last step is the splitter.
-func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayable, startWM int64) {
+func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch) error, replay *core.Replayable, startWM int64) {
 	replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
 	maxT, lastWM := int64(core.NoTime), startWM
 	if r.restore != nil {
@@ -742,7 +756,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 				}
 			}
 		}
-		if r.ck != nil && r.ck.due() {
+		barrier := func() error {
 			r.ck.epoch++
 			r.ck.begin(r.ck.epoch)
 			m := core.NewMarker(core.Barrier)
@@ -752,13 +766,22 @@ func (r *run) source(ctx context.Context, pre *core.Chain, replay *core.Replayab
 				info.maxTimes = times.String()
 			}
 			if rs, ok := replay.Source.(core.Resumer); ok {
+				var err error
 				if info.state, err = rs.ResumeState(); err != nil {
 					m.Release()
-					break
+					return err
 				}
 			}
 			m.Control = info
-			if err = pre.Push(m); err != nil {
+			return pre.Push(m)
+		}
+		if r.ck != nil && r.ck.due() {
+			if err = barrier(); err != nil {
+				break
+			}
+		}
+		if r.ctl.queued.Load() != 0 {
+			if pre, err = r.serveControl(pre, head, barrier); err != nil {
 				break
 			}
 		}
@@ -884,9 +907,10 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	errs := r.job.Errors.Deferred() // handed to the merger in order (letters.go)
 	env := core.Env{Channel: c, Channels: n, Errors: errs, Watermark: wm, Rescaled: join != nil || r.restore != nil}
 	var set *instSet
+	ops := r.chanOps // as of the call: a later update reaches the channel as a marker
 	if join == nil || join.watermark == nil {
 		var err error
-		if set, err = r.instantiate(r.chanOps, env, r.regionCounters); err != nil {
+		if set, err = r.instantiate(ops, env, r.regionCounters); err != nil {
 			return err
 		}
 	}
@@ -919,7 +943,7 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 					copy(bi.times.max, join.maxTimes)
 				}
 				env.Watermark = bi.lastWM
-				set, err = r.instantiate(r.chanOps, env, r.regionCounters)
+				set, err = r.instantiate(ops, env, r.regionCounters)
 			}
 			if err != nil {
 				r.fail(fmt.Errorf("channel %d: %w", c, err))
@@ -966,7 +990,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		idle = 0
 		return send(b)
 	}
-	chain := chainOf(insts, func(b *core.Batch) error {
+	final := func(b *core.Batch) error {
 		if b.Kind == core.Data {
 			if pending != nil {
 				if err := send(pending); err != nil {
@@ -984,7 +1008,8 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		}
 		idle = 0
 		return send(b)
-	})
+	}
+	chain := chainOf(insts, final)
 	defer func() {
 		stats.alive.Store(false)
 		r.checkFailures() // a failure may have waited for this channel
@@ -1042,6 +1067,16 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			if gl != nil && c < len(reconfOf(b).lose) {
 				gl.moved(reconfOf(b).lose[c], reconfOf(b).gains(c))
 			}
+		}
+		if u := updateOf(b); u != nil && u.stage == stageRegion {
+			env := core.Env{Channel: c, Channels: int(r.curChans.Load()), Errors: errs}
+			if err := swapInstance(insts, u.index, u.def, env); err != nil {
+				b.Release()
+				r.fail(fmt.Errorf("channel %d: %w", c, err))
+				in.Cancel()
+				return
+			}
+			chain = chainOf(insts, final)
 		}
 		if kind == core.Barrier && r.ck != nil {
 			t0 := time.Now()
@@ -1227,6 +1262,23 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 					copy(e, ended)
 					ended = e
 					continue
+				}
+				if u := updateOf(mk); u != nil && u.stage == stagePost {
+					// Every channel is past the sync point: the post-region
+					// operators (on this goroutine; update.go refuses
+					// output workers) take the new logic.
+					if err = flushCur(); err == nil {
+						err = swapInstance(r.post.insts, u.index, u.def, core.Env{Channels: 1, Errors: r.job.Errors})
+					}
+					if err != nil {
+						mk.Release()
+						stop(err)
+						return
+					}
+					post = chainOf(r.post.insts, r.postFinal)
+					if cp, ok := asm.(*copier); ok {
+						cp.next = post
+					}
 				}
 				end := mk.Kind == core.End
 				if err = flushCur(); err == nil {

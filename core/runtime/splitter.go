@@ -23,11 +23,13 @@ type splitter struct {
 	keyIdx []int
 	keyTyp []core.Type
 	table  *kvstate.Table
-	groups int
-	seq    uint64
-	parts  []*core.Batch
-	idle   []int
-	rr     int
+	// tableNow is table, for readers on other goroutines (Live.Plan).
+	tableNow atomic.Pointer[kvstate.Table]
+	groups   int
+	seq      uint64
+	parts    []*core.Batch
+	idle     []int
+	rr       int
 	// blocked counts, per channel, the ns the splitter spent blocked on a
 	// full ring: the congestion index's numerator (Gedik et al. 2014, §4.1).
 	blocked []atomic.Int64
@@ -87,6 +89,7 @@ func (s *splitter) push(c int, b *core.Batch) error {
 func (s *splitter) use(rings []*ring.SPSC[*core.Batch], table *kvstate.Table) {
 	n := len(rings)
 	s.rings, s.table = rings, table
+	s.tableNow.Store(table)
 	if len(s.parts) != n {
 		s.parts = make([]*core.Batch, n)
 		s.idle = make([]int, n)

@@ -1,0 +1,692 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamd/core"
+	"streamd/kvstate"
+)
+
+// The control plane's runtime side (docs/CONTROL.md; Trisk, SoCC 2021):
+// reconfigurations issued to a running job through Live — by the HTTP API
+// of cmd/streamd, by a control policy (policy.go), or by a Go program —
+// wait in a queue that the goroutine that routes takes them from between
+// batches: the single source stage after each source batch, or, with
+// source workers, the worker that starts a block, under the exchange's
+// lock, which places the change at a block boundary no worker has started
+// (exchange.go). When nothing is queued that costs one atomic load per
+// batch (per block with source workers). Each request is answered with
+// its outcome: the sequence number it took effect at, the checkpoint's
+// epoch, or why it was refused. Every reconfiguration is logged with its
+// reason and inputs (slog), counted by kind, and kept in a bounded log
+// that Live.Plan returns.
+
+// Reconfiguration kinds (Reconfiguration.Kind, /metrics).
+const (
+	KindScale      = "scale"
+	KindRebalance  = "rebalance"
+	KindUpdate     = "update"
+	KindCheckpoint = "checkpoint"
+	KindStop       = "stop"
+	KindPause      = "pause-controller"
+	KindResume     = "resume-controller"
+)
+
+// Errors of the control plane. Callers test them with errors.Is.
+var (
+	// ErrRefused: the request is not valid for this job (a channel count
+	// out of range, an update of a stateful operator, a checkpoint of a
+	// job without checkpointing); the job is unchanged. The error's text
+	// says why.
+	ErrRefused = errors.New("refused")
+	// ErrEnded: the job ended before the request was carried out.
+	ErrEnded = errors.New("the job has ended")
+	// ErrStopped is the error Run returns for a job stopped by Live.Stop
+	// with a savepoint (*StoppedError says at which checkpoint).
+	ErrStopped = errors.New("stopped at a savepoint")
+)
+
+// StoppedError is what Run returns for a job that Live.Stop stopped
+// after checkpoint Epoch completed: its committed output and checkpoints
+// are kept, and a run with the same job restored from Epoch (--restore
+// latest) goes on from there. It wraps ErrStopped.
+type StoppedError struct{ Epoch uint64 }
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%s: checkpoint %d", ErrStopped, e.Epoch)
+}
+
+func (e *StoppedError) Unwrap() error { return ErrStopped }
+
+// Reconfiguration is one entry of the reconfiguration log.
+type Reconfiguration struct {
+	// At is when it was carried out (or refused), wall time.
+	At time.Time `json:"at"`
+	// Kind is one of the Kind constants.
+	Kind string `json:"kind"`
+	// Reason says who asked and why: "api", "policy levels: …",
+	// "rebalancer: skew 1.42 > target 1.10".
+	Reason string `json:"reason"`
+	// Inputs are the figures and arguments it was decided on, as text.
+	Inputs map[string]string `json:"inputs,omitempty"`
+	// Seq is the splitter sequence number of its sync point (0: none, or
+	// not yet known): records before it saw the old configuration.
+	Seq uint64 `json:"seq,omitempty"`
+	// Position is how many input records come before the sync point (-1:
+	// not known: a source that cannot say where a block starts).
+	Position int64 `json:"position"`
+	// From and To are channel counts (a scale; equal for the others).
+	From int `json:"from,omitempty"`
+	To   int `json:"to,omitempty"`
+	// Epoch is a checkpoint's (checkpoint, stop).
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Err is why it was refused or failed ("" when it was carried out).
+	Err string `json:"error,omitempty"`
+}
+
+// Outcome is the answer to a request: the log entry of what was done.
+type Outcome = Reconfiguration
+
+// logSize bounds the reconfiguration log kept in memory.
+const logSize = 256
+
+// control is a run's request queue and reconfiguration log.
+type control struct {
+	// queued is the number of requests waiting: the one atomic load the
+	// routing goroutine pays per batch (per block) when it is 0.
+	queued atomic.Int32
+	mu     sync.Mutex
+	reqs   []*ctlRequest
+
+	// paused stops the elastic controller's and the rebalancer's own
+	// decisions (pause-controller); requests are still served.
+	paused atomic.Bool
+
+	logMu    sync.Mutex
+	entries  []Reconfiguration // the newest logSize
+	counts   map[string]int64  // by kind, carried out
+	refusals map[string]int64  // by kind, refused or failed
+	decision string            // the elastic controller's last decision
+	log      *slog.Logger
+}
+
+// ctlRequest is one queued request.
+type ctlRequest struct {
+	kind     string
+	channels int     // scale
+	upd      *update // update
+	reason   string
+	inputs   map[string]string
+	reply    chan ctlReply // buffered: the server never blocks
+}
+
+type ctlReply struct {
+	out  Outcome
+	wait <-chan error // a checkpoint: answered when it completes
+	err  error
+}
+
+// enqueue queues q for the routing goroutine.
+func (ct *control) enqueue(q *ctlRequest) {
+	ct.mu.Lock()
+	ct.reqs = append(ct.reqs, q)
+	ct.queued.Store(int32(len(ct.reqs)))
+	ct.mu.Unlock()
+}
+
+// take removes and returns the requests waiting (routing goroutine).
+func (ct *control) take() []*ctlRequest {
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	qs := ct.reqs
+	ct.reqs = nil
+	ct.queued.Store(0)
+	return qs
+}
+
+// putBack queues requests that could not be served yet in front of any
+// that came meanwhile (routing goroutine).
+func (ct *control) putBack(qs []*ctlRequest) {
+	if len(qs) == 0 {
+		return
+	}
+	ct.mu.Lock()
+	ct.reqs = append(qs, ct.reqs...)
+	ct.queued.Store(int32(len(ct.reqs)))
+	ct.mu.Unlock()
+}
+
+// record logs a reconfiguration (slog), counts it and keeps it.
+func (ct *control) record(e Reconfiguration) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	ct.logMu.Lock()
+	if ct.counts == nil {
+		ct.counts, ct.refusals = map[string]int64{}, map[string]int64{}
+	}
+	if e.Err == "" {
+		ct.counts[e.Kind]++
+	} else {
+		ct.refusals[e.Kind]++
+	}
+	ct.entries = append(ct.entries, e)
+	if len(ct.entries) > logSize {
+		ct.entries = slices.Delete(ct.entries, 0, len(ct.entries)-logSize)
+	}
+	ct.logMu.Unlock()
+	if ct.log == nil {
+		return
+	}
+	args := []any{"kind", e.Kind, "reason", e.Reason}
+	keys := slices.Sorted(maps.Keys(e.Inputs))
+	for _, k := range keys {
+		args = append(args, k, e.Inputs[k])
+	}
+	if e.Seq != 0 {
+		args = append(args, "seq", e.Seq, "position", e.Position)
+	}
+	if e.From != e.To {
+		args = append(args, "from", e.From, "to", e.To)
+	}
+	if e.Epoch != 0 {
+		args = append(args, "epoch", e.Epoch)
+	}
+	if e.Err != "" {
+		ct.log.Warn("reconfiguration refused", append(args, "err", e.Err)...)
+		return
+	}
+	ct.log.Info("reconfiguration", args...)
+}
+
+// noteDecision keeps the elastic controller's last decision for Plan.
+func (ct *control) noteDecision(d string) {
+	ct.logMu.Lock()
+	ct.decision = d
+	ct.logMu.Unlock()
+}
+
+// answer replies to q and logs the outcome.
+func (r *run) answer(q *ctlRequest, out Outcome, wait <-chan error, err error) {
+	out.Kind, out.Reason, out.At = q.kind, q.reason, time.Now()
+	if out.Inputs == nil {
+		out.Inputs = q.inputs
+	}
+	if err != nil {
+		out.Err = err.Error()
+	}
+	r.ctl.record(out)
+	q.reply <- ctlReply{out: out, wait: wait, err: err}
+}
+
+// refused wraps ErrRefused with why.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
+}
+
+// serveControl serves the queued requests on the single source stage,
+// between two source batches. barrier injects a checkpoint barrier as the
+// source loop does when one is due; pre is the pre-region chain, returned
+// rebuilt when an update replaced one of its operators. An error is fatal
+// (a ring was cancelled): the source stops.
+func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrier func() error) (*core.Chain, error) {
+	var later []*ctlRequest
+	defer func() { r.ctl.putBack(later) }()
+	for _, q := range r.ctl.take() {
+		switch q.kind {
+		case KindScale:
+			from := len(r.splitter.rings)
+			out := Outcome{From: from, To: q.channels, Position: r.position()}
+			if err := r.checkScale(q.channels); err != nil {
+				r.answer(q, out, nil, err)
+				continue
+			}
+			if q.channels == from {
+				r.answer(q, out, nil, nil)
+				continue
+			}
+			if err := r.rescale(q.channels); err != nil {
+				r.answer(q, out, nil, err)
+				return pre, err
+			}
+			out.Seq = r.splitter.seq
+			r.resetController()
+			r.answer(q, out, nil, nil)
+		case KindCheckpoint:
+			if r.ck.inFlight.Load() {
+				later = append(later, q) // after the one in flight
+				continue
+			}
+			wait := r.ck.await(r.ck.epoch + 1)
+			if err := barrier(); err != nil {
+				r.ck.notify(r.ck.epoch, err)
+				r.answer(q, Outcome{Position: r.position()}, nil, err)
+				return pre, err
+			}
+			out := Outcome{Epoch: r.ck.epoch, Position: r.position()}
+			if r.splitter != nil {
+				out.Seq = r.splitter.seq
+			}
+			r.answer(q, out, wait, nil)
+		case KindUpdate:
+			u := q.upd
+			u.position = r.position()
+			r.commitUpdate(u)
+			if u.stage == stagePre {
+				if err := swapInstance(r.pre.insts, u.index, u.def, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
+					r.answer(q, Outcome{Position: u.position}, nil, err)
+					return pre, err
+				}
+				pre = chainOf(r.pre.insts, head)
+			}
+			m := core.NewMarker(core.Update)
+			m.Control, m.Stamp = u, time.Now().UnixNano()
+			if err := pre.Push(m); err != nil {
+				r.answer(q, Outcome{Position: u.position}, nil, err)
+				return pre, err
+			}
+			u.seq = r.splitter.seq
+			r.answer(q, u.outcome(), nil, nil)
+		default:
+			r.answer(q, Outcome{}, nil, refused("unknown request %q", q.kind))
+		}
+	}
+	return pre, nil
+}
+
+// placeControl serves the first queued request that can be placed before
+// block next, which no source worker has started (x.mu held; exchange.go,
+// beginNext): a change of the channel count makes a routing there, a
+// checkpoint or an update takes the pending slot. It returns whether it
+// placed something (then nothing else goes at next), and a fatal error.
+func (r *run) placeControl(next int) (bool, error) {
+	x := r.x
+	qs := r.ctl.take()
+	var later []*ctlRequest
+	defer func() { r.ctl.putBack(later) }()
+	for i, q := range qs {
+		pos := int64(-1)
+		if r.knowsPositions() {
+			pos = x.recordsBefore(next)
+		}
+		switch q.kind {
+		case KindScale:
+			from := int(r.curChans.Load())
+			out := Outcome{From: from, To: q.channels, Position: pos}
+			if err := r.checkScale(q.channels); err != nil {
+				r.answer(q, out, nil, err)
+				continue
+			}
+			if q.channels == from {
+				r.answer(q, out, nil, nil)
+				continue
+			}
+			err := r.placeChange(q.channels, next, nil)
+			out.Seq = uint64(next) << blockSeqBits
+			r.resetController()
+			r.answer(q, out, nil, err)
+			later = append(later, qs[i+1:]...)
+			return true, err
+		case KindCheckpoint:
+			if r.ck.inFlight.Load() {
+				later = append(later, q)
+				continue
+			}
+			r.ck.epoch++
+			wait := r.ck.await(r.ck.epoch)
+			r.ck.begin(r.ck.epoch)
+			x.pending = next
+			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+			r.answer(q, Outcome{Epoch: r.ck.epoch, Seq: uint64(next) << blockSeqBits, Position: pos}, wait, nil)
+			later = append(later, qs[i+1:]...)
+			return true, nil
+		case KindUpdate:
+			u := q.upd
+			u.block, u.seq, u.position = next, uint64(next)<<blockSeqBits, pos
+			r.commitUpdate(u)
+			x.pending, x.pendingUpd = next, u
+			if u.stage == stagePre {
+				x.updates = append(x.updates, u)
+			}
+			r.answer(q, u.outcome(), nil, nil)
+			later = append(later, qs[i+1:]...)
+			return true, nil
+		default:
+			r.answer(q, Outcome{}, nil, refused("unknown request %q", q.kind))
+		}
+	}
+	return false, nil
+}
+
+// knowsPositions says whether the source workers' source can say how
+// many records come before a block (core.BlockStarts).
+func (r *run) knowsPositions() bool {
+	_, ok := r.x.src.(core.BlockStarts)
+	return ok
+}
+
+// position is how many input records the single source stage has read.
+func (r *run) position() int64 {
+	if r.replay != nil {
+		return r.replay.Position()
+	}
+	return r.recordsIn.Load()
+}
+
+// checkScale refuses a channel count the region cannot run with: below
+// the elastic controller's minimum (1 without one) or above the region's
+// maximum.
+func (r *run) checkScale(n int) error {
+	lo := 1
+	if e := r.job.Region.Elastic; e != nil && e.Config.MinChannels > 1 {
+		lo = e.Config.MinChannels
+	}
+	if n < lo || n > r.maxChannels {
+		return refused("scale to %d channels: this region runs with %d to %d (region.elastic.min_channels, region.max_channels)", n, lo, r.maxChannels)
+	}
+	return nil
+}
+
+// resetController starts the elastic controller's window afresh after a
+// change it did not make.
+func (r *run) resetController() {
+	if c, ok := r.scaler.(*controlled); ok {
+		c.window.Reset()
+	}
+}
+
+// Scale asks the running job to change its region's channel count to n,
+// and returns once the change is placed: Outcome.Seq is the splitter
+// sequence number of its sync point (the Reconfig marker), From and To
+// the channel counts. The channels move their key groups while records
+// flow (rescale.go). A count outside the region's range is refused
+// (ErrRefused) without touching the job; a job without a region refuses
+// every count. reason is logged with inputs (nil: none). Safe for
+// concurrent use.
+func (l Live) Scale(ctx context.Context, n int, reason string, inputs map[string]string) (Outcome, error) {
+	r := l.r
+	if r.job.Region == nil {
+		return l.refuse(KindScale, reason, inputs, refused("the job has no parallel region to scale"))
+	}
+	if err := r.checkScale(n); err != nil {
+		return l.refuse(KindScale, reason, inputs, err)
+	}
+	return l.request(ctx, &ctlRequest{kind: KindScale, channels: n, reason: reason, inputs: inputs})
+}
+
+// Checkpoint takes a checkpoint now (after the one in flight, if any) and
+// returns once it is complete: Outcome.Epoch is its epoch. A job without
+// checkpointing refuses (ErrRefused); a checkpoint that fails or times
+// out is an error naming it.
+func (l Live) Checkpoint(ctx context.Context, reason string) (Outcome, error) {
+	if l.r.ck == nil {
+		return l.refuse(KindCheckpoint, reason, nil, refused("the job has no checkpointing (checkpoint: in the job file)"))
+	}
+	return l.request(ctx, &ctlRequest{kind: KindCheckpoint, reason: reason})
+}
+
+// Stop stops the running job. With savepoint it first takes a checkpoint
+// (Checkpoint) and, once it is complete, stops every stage: Run returns a
+// *StoppedError, the sink's output is committed up to that checkpoint and
+// the rest discarded, and the checkpoints are kept, so that the job
+// restored from the newest one (--restore latest) produces the output of
+// an uninterrupted run. Without savepoint it is Ctrl-C: Run returns
+// ErrInterrupted. Stop returns once the stop is under way, not when Run
+// has returned.
+func (l Live) Stop(ctx context.Context, savepoint bool, reason string) (Outcome, error) {
+	r := l.r
+	if !savepoint {
+		out := Outcome{Kind: KindStop, Reason: reason, Position: -1}
+		r.ctl.record(out)
+		r.cancel()
+		return out, nil
+	}
+	if r.ck == nil {
+		return l.refuse(KindStop, reason, nil, refused("stop --savepoint needs checkpointing (checkpoint: in the job file)"))
+	}
+	out, err := l.Checkpoint(ctx, reason)
+	if err != nil {
+		return out, err
+	}
+	out.Kind = KindStop
+	r.ctl.record(out)
+	r.fail(&StoppedError{Epoch: out.Epoch})
+	r.cancelRings()
+	return out, nil
+}
+
+// PauseController stops the elastic controller's and the rebalancer's
+// own decisions until ResumeController; requests through Live are still
+// carried out.
+func (l Live) PauseController(reason string) Outcome {
+	l.r.ctl.paused.Store(true)
+	out := Outcome{Kind: KindPause, Reason: reason, Position: -1}
+	l.r.ctl.record(out)
+	return out
+}
+
+// ResumeController undoes PauseController; the controller starts a new
+// measurement window.
+func (l Live) ResumeController(reason string) Outcome {
+	l.r.ctl.paused.Store(false)
+	out := Outcome{Kind: KindResume, Reason: reason, Position: -1}
+	l.r.ctl.record(out)
+	return out
+}
+
+// RebalanceNow is Rebalance logged as a reconfiguration with its reason.
+func (l Live) RebalanceNow(ctx context.Context, target float64, reason string) (RebalancePlan, Outcome, error) {
+	in := map[string]string{}
+	if target > 0 {
+		in["target"] = fmt.Sprint(target)
+	}
+	n := l.Channels()
+	if l.r.bal == nil {
+		out, err := l.refuse(KindRebalance, reason, in, refused("the job has no keyed region to rebalance"))
+		return RebalancePlan{}, out, err
+	}
+	p, err := l.Rebalance(ctx, target)
+	out := Outcome{Kind: KindRebalance, Reason: reason, Inputs: in, From: n, To: n, Position: -1}
+	if err != nil {
+		out.Err = err.Error()
+		l.r.ctl.record(out)
+		return p, out, err
+	}
+	in["loads"], in["skew"] = fmt.Sprint(p.Loads), fmt.Sprintf("%.3f", p.Before)
+	in["planned_skew"], in["groups"], in["steps"] = fmt.Sprintf("%.3f", p.After), fmt.Sprint(p.Groups), fmt.Sprint(p.Steps)
+	l.r.ctl.record(out)
+	return p, out, nil
+}
+
+// refuse logs and returns a request refused before it was queued.
+func (l Live) refuse(kind, reason string, inputs map[string]string, err error) (Outcome, error) {
+	out := Outcome{Kind: kind, Reason: reason, Inputs: inputs, Position: -1, Err: err.Error()}
+	l.r.ctl.record(out)
+	return out, err
+}
+
+// request queues q and waits for its answer (and, for a checkpoint, for
+// its completion), ctx or the job's end.
+func (l Live) request(ctx context.Context, q *ctlRequest) (Outcome, error) {
+	r := l.r
+	q.reply = make(chan ctlReply, 1)
+	if r.ctx.Err() != nil {
+		return Outcome{Kind: q.kind, Position: -1}, ErrEnded
+	}
+	r.ctl.enqueue(q)
+	var rep ctlReply
+	select {
+	case rep = <-q.reply:
+	case <-ctx.Done():
+		return Outcome{Kind: q.kind, Position: -1}, ctx.Err()
+	case <-r.ctx.Done():
+		return Outcome{Kind: q.kind, Position: -1}, ErrEnded
+	}
+	if rep.err != nil || rep.wait == nil {
+		return rep.out, rep.err
+	}
+	select {
+	case err := <-rep.wait:
+		return rep.out, err
+	case <-ctx.Done():
+		return rep.out, ctx.Err()
+	case <-r.ctx.Done():
+		return rep.out, ErrEnded
+	}
+}
+
+// Plan is a running job's configuration and recent reconfigurations (the
+// control plane's status).
+type Plan struct {
+	Job string `json:"job"`
+	// Channels now, and the range a scale may ask for.
+	Channels    int `json:"channels"`
+	MinChannels int `json:"min_channels"`
+	MaxChannels int `json:"max_channels"`
+	// SourceWorkers reading the source (0: the single source stage).
+	SourceWorkers int `json:"source_workers"`
+	// KeyGroups of the region (0: stateless or none) and how many each
+	// channel owns now.
+	KeyGroups     int   `json:"key_groups"`
+	GroupsPerChan []int `json:"groups_per_channel,omitempty"`
+	// Records each channel has processed since the job started, and the
+	// last rebalancer period's records per channel and skew (max / mean).
+	Records     []int64  `json:"records_per_channel"`
+	PeriodLoads []uint64 `json:"period_loads,omitempty"`
+	Skew        float64  `json:"skew"`
+	// Pauses: per channel, the time it paused in reconfigurations, ns.
+	PauseNs []int64 `json:"pause_ns_per_channel,omitempty"`
+	// Operators: name, stage (pre, region, post) and whether update can
+	// replace its logic.
+	Operators []PlanOperator `json:"operators"`
+	// Controller is the elastic policy ("" none), Paused whether
+	// pause-controller holds it, Decision its last decision.
+	Controller string `json:"controller,omitempty"`
+	Paused     bool   `json:"controller_paused"`
+	Decision   string `json:"last_decision,omitempty"`
+	// Checkpoint is the newest complete checkpoint's epoch (0: none).
+	Checkpoint uint64 `json:"checkpoint"`
+	// Counts are reconfigurations carried out, by kind; Refused those
+	// refused or failed.
+	Counts  map[string]int64 `json:"counts"`
+	Refused map[string]int64 `json:"refused,omitempty"`
+	// Log is the newest reconfigurations, oldest first.
+	Log []Reconfiguration `json:"log"`
+}
+
+// PlanOperator is one operator of a Plan.
+type PlanOperator struct {
+	Name      string `json:"name"`
+	Stage     string `json:"stage"`
+	Updatable bool   `json:"updatable"`
+}
+
+// Plan returns the job's plan now.
+func (l Live) Plan() Plan {
+	r := l.r
+	p := Plan{Job: r.job.Name, Channels: l.Channels(), MinChannels: 1, MaxChannels: r.maxChannels, Counts: map[string]int64{}}
+	if r.x != nil {
+		p.SourceWorkers = len(*r.x.splitters.Load())
+	}
+	if reg := r.job.Region; reg != nil {
+		if e := reg.Elastic; e != nil && e.Config.MinChannels > 1 {
+			p.MinChannels = e.Config.MinChannels
+		}
+		if e := reg.Elastic; e != nil && e.Policy != "off" {
+			p.Controller = e.Policy
+		}
+		if len(reg.Key) > 0 {
+			p.KeyGroups = reg.Groups
+		}
+		for c := range p.Channels {
+			p.Records = append(p.Records, r.chanStats[c].Records.Load())
+			p.PauseNs = append(p.PauseNs, r.chanStats[c].PauseNs.Load())
+		}
+		if t := r.table(); t != nil {
+			p.GroupsPerChan = make([]int, t.Channels())
+			for _, o := range t.Owners() {
+				p.GroupsPerChan[o]++
+			}
+		}
+	}
+	if rb := r.rebalanceReport(); rb != nil {
+		p.PeriodLoads, p.Skew = rb.Latest, rb.LatestSkew
+	}
+	for _, s := range []struct {
+		name string
+		defs []core.OperatorDef
+	}{{"pre", r.job.Pre}, {"region", r.job.regionOps()}, {"post", r.job.Post}} {
+		for _, d := range s.defs {
+			p.Operators = append(p.Operators, PlanOperator{Name: d.Name, Stage: s.name, Updatable: d.State == "" && d.Partial == nil})
+		}
+	}
+	p.Paused = r.ctl.paused.Load()
+	if r.ck != nil {
+		p.Checkpoint = r.ck.committed.Load()
+	}
+	r.ctl.logMu.Lock()
+	maps.Copy(p.Counts, r.ctl.counts)
+	if len(r.ctl.refusals) > 0 {
+		p.Refused = maps.Clone(r.ctl.refusals)
+	}
+	p.Decision = r.ctl.decision
+	p.Log = slices.Clone(r.ctl.entries)
+	r.ctl.logMu.Unlock()
+	return p
+}
+
+// table is the key-group table routed under now (nil: stateless).
+func (r *run) table() *kvstate.Table {
+	if r.x != nil {
+		r.x.mu.Lock()
+		defer r.x.mu.Unlock()
+		return r.x.configs[len(r.x.configs)-1].table
+	}
+	if r.splitter == nil {
+		return nil
+	}
+	return r.splitter.tableNow.Load()
+}
+
+func (j *Job) regionOps() []core.OperatorDef {
+	if j.Region == nil {
+		return nil
+	}
+	return j.Region.Ops
+}
+
+// Counts returns the reconfigurations carried out by kind, and those
+// refused or failed, for /metrics.
+func (l Live) Counts() (done, refusedN map[string]int64) {
+	ct := &l.r.ctl
+	ct.logMu.Lock()
+	defer ct.logMu.Unlock()
+	return maps.Clone(ct.counts), maps.Clone(ct.refusals)
+}
+
+// formatInputs renders inputs as "k=v k=v", sorted.
+func formatInputs(in map[string]string) string {
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k + "=" + in[k])
+	}
+	return b.String()
+}
