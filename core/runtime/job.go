@@ -24,10 +24,11 @@ type Job struct {
 	// be split (core.Splittable) in a job with a region (exchange.go): 0
 	// chooses (the cores beside the channels, the merger and one to spare,
 	// at least 1, at most one per block), a negative value keeps the
-	// single source stage. Jobs whose channel count can change while they
-	// run keep the single source stage for now. The output does not depend on it. Pre-region
-	// operators must be stateless per record: each worker runs its own
-	// instances.
+	// single source stage. Live channel changes, rebalance steps, control
+	// requests and barriers are placed at block boundaries under the
+	// exchange's lock, so they work with workers too. The output does not
+	// depend on it. Pre-region operators must be stateless per record:
+	// each worker runs its own instances.
 	SourceParallelism int
 	// SourceCores is how many cores source workers and channels share
 	// when both are automatic (SourceParallelism 0 and a region whose
