@@ -148,7 +148,8 @@ func TestControlRandomCommandsByteIdentical(t *testing.T) {
 		name, source string
 		args         []string
 	}{
-		{"source stage", "    count: 150000\n    rate: 150000", nil},
+		// 3 s at the rate: room for the commands on a loaded machine.
+		{"source stage", "    count: 150000\n    rate: 50000", nil},
 		{"source workers", "    count: 400000", []string{"--source-parallelism", "2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +220,8 @@ func TestControlRandomCommandsByteIdentical(t *testing.T) {
 func TestControlRefusesMalformed(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")
-	writeTestFile(t, job, controlJob(dir, "live", "    count: 100000\n    rate: 100000", "value < 900", "value % 7", ""))
+	// 4 s at the rate: room for the requests on a loaded machine.
+	writeTestFile(t, job, controlJob(dir, "live", "    count: 100000\n    rate: 25000", "value < 900", "value % 7", ""))
 	const token = "s3cret"
 	cr := startControlled(t, job, "--control-addr", "127.0.0.1:0", "--control-token", token)
 	for _, c := range []struct {
