@@ -48,7 +48,7 @@ func TestLatencyPolicyLive(t *testing.T) {
 	path := filepath.Join(dir, "job.yaml")
 	os.WriteFile(path, []byte(`name: policy
 source:
-  generator: {seed: 1, count: 60000, rate: 60000, keys: 100, step: 1ms, start: 2026-01-01T00:00:00Z}
+  generator: {seed: 1, count: 60000, rate: 20000, keys: 100, step: 1ms, start: 2026-01-01T00:00:00Z}
 event_time: {field: ts}
 region:
   channels: 1
