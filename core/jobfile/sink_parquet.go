@@ -16,10 +16,16 @@ type ParquetSinkSpec struct {
 	// RowGroupSize is the number of rows per row group (0 or absent:
 	// sink.DefaultRowGroupRows).
 	RowGroupSize int64 `yaml:"row_group_size"`
+	// Parts, if set, makes path a directory of that many Parquet part
+	// files (sink.ParquetParts). (omitempty: the checkpoint description
+	// of a sink without parts stays what it was before the option
+	// existed.)
+	Parts *int `yaml:"parts,omitempty"`
 }
 
-// parquet: {path, compression, row_group_size} writes a Parquet file
-// (sink.Parquet), creating its directory when the job starts. With
+// parquet: {path, compression, row_group_size, parts} writes a Parquet
+// file (sink.Parquet) or a directory of parts (sink.ParquetParts),
+// creating its directory when the job starts. With
 // checkpoints each epoch is a Parquet part and Close copies the parts'
 // rows into the final file (exactly-once).
 func init() {
@@ -52,8 +58,16 @@ func buildParquetSink(b *sinkBuild, p *ParquetSinkSpec) (core.Sink, error) {
 		return nil, b.errAt(".row_group_size", "row_group_size must be between 1 and %d rows (0 or absent: %d), not %d", maxRowGroupSize, sink.DefaultRowGroupRows, p.RowGroupSize)
 	}
 	path := b.f.path(p.Path)
+	opts := sink.ParquetOptions{Compression: p.Compression, RowGroupRows: p.RowGroupSize}
+	if p.Parts != nil {
+		n, err := b.parts(*p.Parts, path)
+		if err != nil {
+			return nil, err
+		}
+		return withMkdir(sink.ParquetParts(path, n, opts), filepath.Dir(path), "sink directory"), nil
+	}
 	if err := b.f.checkSinkPath(b.path+".path", path); err != nil {
 		return nil, err
 	}
-	return withMkdir(sink.Parquet(path, sink.ParquetOptions{Compression: p.Compression, RowGroupRows: p.RowGroupSize}), filepath.Dir(path), "sink directory"), nil
+	return withMkdir(sink.Parquet(path, opts), filepath.Dir(path), "sink directory"), nil
 }

@@ -28,23 +28,37 @@ const MaxParts = 256
 // CSVParts returns a parts sink writing n CSV files (see CSVOptions) into
 // the directory dir. n must be between 1 and MaxParts.
 func CSVParts(dir string, n int, opts CSVOptions) core.Sink {
-	return &partsSink{kind: "csv", dir: dir, n: n, newFormat: csvFormatOf(opts)}
+	return &partsSink{kind: "csv", dir: dir, n: n, newPart: textPart("csv", csvFormatOf(opts))}
 }
 
 // JSONLParts returns a parts sink writing n JSON lines files into dir.
 func JSONLParts(dir string, n int) core.Sink {
-	return &partsSink{kind: "jsonl", dir: dir, n: n, newFormat: jsonFormatOf}
+	return &partsSink{kind: "jsonl", dir: dir, n: n, newPart: textPart("jsonl", jsonFormatOf)}
+}
+
+// ParquetParts returns a parts sink writing n Parquet files (see
+// ParquetOptions; each with its own row groups and footer) into dir.
+func ParquetParts(dir string, n int, opts ParquetOptions) core.Sink {
+	return &partsSink{kind: "parquet", dir: dir, n: n, newPart: func(path string) core.Sink { return Parquet(path, opts) }}
+}
+
+// textPart makes the text file sinks of a parts sink.
+func textPart(kind string, newFormat func() format) func(path string) core.Sink {
+	return func(path string) core.Sink {
+		return &textSink{kind: kind, name: path, path: path, newFormat: newFormat}
+	}
 }
 
 // PartName is the file name of part p of a parts sink of kind ext ("csv",
 // "jsonl").
 func PartName(p int, ext string) string { return fmt.Sprintf("part-%05d.%s", p, ext) }
 
-var partFile = regexp.MustCompile(`^part-[0-9]{5}\.(csv|jsonl)$`)
+var partFile = regexp.MustCompile(`^part-[0-9]{5}\.(csv|jsonl|parquet)$`)
 
 // CheckPartsDir says whether dir may be replaced by a parts sink's
 // output: it does not exist, or it is a directory holding nothing but
-// part files (part-NNNNN.csv or .jsonl: an earlier run's output). A
+// part files (part-NNNNN.csv, .jsonl or .parquet: an earlier run's
+// output). A
 // directory holding anything else is refused, so that a mistyped path
 // cannot remove unrelated files.
 func CheckPartsDir(dir string) error {
@@ -64,21 +78,21 @@ func CheckPartsDir(dir string) error {
 	}
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !partFile.MatchString(e.Name()) {
-			return fmt.Errorf("%s holds %s, which is not a part file (part-NNNNN.csv or .jsonl): the sink replaces the whole directory", dir, e.Name())
+			return fmt.Errorf("%s holds %s, which is not a part file (part-NNNNN.csv, .jsonl or .parquet): the sink replaces the whole directory", dir, e.Name())
 		}
 	}
 	return nil
 }
 
 type partsSink struct {
-	kind      string
-	dir       string
-	n         int
-	newFormat func() format
-	tmp       string // the temporary directory, once opened
-	parts     []*textSink
-	state     state
-	err       error
+	kind    string
+	dir     string
+	n       int
+	newPart func(path string) core.Sink // a file sink of the part's kind
+	tmp     string                      // the temporary directory, once opened
+	parts   []core.Sink
+	state   state
+	err     error
 }
 
 func (s *partsSink) fail(err error) error {
@@ -117,7 +131,7 @@ func (s *partsSink) Open(schema *core.Schema) error {
 	}
 	for p := range s.n {
 		path := filepath.Join(tmp, PartName(p, s.kind))
-		part := &textSink{kind: s.kind, name: path, path: path, newFormat: s.newFormat}
+		part := s.newPart(path)
 		s.parts = append(s.parts, part)
 		if err := part.Open(schema); err != nil {
 			s.discard()
