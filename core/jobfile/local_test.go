@@ -144,19 +144,34 @@ func localReport(rep *runtime.Report) *runtime.OperatorReport {
 // float aggregate and late: dead_letter are refused with on (auto turns
 // itself off), naming line and column.
 func TestLocalAggregationErrors(t *testing.T) {
-	base := "source:\n  generator: {count: 10}\nevent_time: {field: ts}\nregion:\n  key_by: [key]\n  ops:\n    - window: {size: 1s, %s}\nsink:\n  discard: {}\n"
-	for _, c := range []struct{ window, want string }{
-		{"local_aggregation: yes, aggregates: {n: count}", `job.yaml:7:39: region.ops[0].window.local_aggregation: local_aggregation "yes": expected off, on or auto`},
-		{"local_aggregation: on, aggregates: {f: sum(ratio)}", `region.ops[0].window.local_aggregation: local_aggregation: on: aggregate "f": sum of float field "ratio" is not exact`},
+	base := "source:\n  csv: {path: in.csv, columns: {ts: int64, key: string, v: int64, ratio: float64}}\nevent_time: {field: ts, unit: ms}\n" +
+		"dead_letter_path: dead.jsonl\nregion:\n  key_by: [key]\n  ops:\n    %s\nsink:\n  discard: {}\n"
+	for _, c := range []struct{ ops, want string }{
+		{"- window: {size: 1s, local_aggregation: yes, aggregates: {n: count}}",
+			`job.yaml:8:45: region.ops[0].window.local_aggregation: local_aggregation "yes": expected off, on or auto`},
+		{"- window: {size: 1s, local_aggregation: on, aggregates: {f: sum(ratio)}}",
+			`job.yaml:8:45: region.ops[0].window.local_aggregation: local_aggregation: on: aggregate "f": sum of float field "ratio" is not exact`},
+		{"- window: {size: 1s, local_aggregation: on, late: dead_letter, aggregates: {n: count}}",
+			`local_aggregation: on: late: dead_letter writes each late record`},
+		{"- filter: v > 0\n    - window: {size: 1s, local_aggregation: on, aggregates: {n: count}}",
+			`region.ops[1].window.local_aggregation: local_aggregation: on: only the first operator of the region`},
 	} {
-		_, err := Parse("job.yaml", []byte(fmt.Sprintf(base, c.window)))
+		dir := t.TempDir()
+		writeFile(t, dir+"/in.csv", "ts,key,v,ratio\n1,a,1,0.5\n")
+		writeFile(t, dir+"/job.yaml", fmt.Sprintf(base, c.ops))
+		f, err := Load(dir + "/job.yaml")
 		if err == nil {
-			var f *File
-			f, err = Parse("job.yaml", []byte(fmt.Sprintf(base, c.window)))
-			_ = f
+			_, err = f.Build(Options{})
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want %q", c.window, err, c.want)
+			t.Errorf("%s: error %v, want %q", c.ops, err, c.want)
 		}
+	}
+	// auto with a float aggregate is off: no local step.
+	dir := t.TempDir()
+	writeFile(t, dir+"/in.csv", "ts,key,v,ratio\n1,a,1,0.5\n")
+	rep, err := runJobFile(t, dir, fmt.Sprintf(base, "- window: {size: 1s, local_aggregation: auto, aggregates: {f: sum(ratio)}}"))
+	if err != nil || localReport(rep) != nil {
+		t.Errorf("auto over a float sum: error %v, local step %+v", err, localReport(rep))
 	}
 }
