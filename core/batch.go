@@ -89,6 +89,14 @@ type Batch struct {
 	// output workers). Release clears it.
 	Control any
 
+	// Folded, on a data batch from a region's local step
+	// (OperatorDef.Local) to the splitter, is the number of input records
+	// the batch stands for, and Seq[i] is then the 1-based place among
+	// them of the record that record i stands for (a partial: its first):
+	// the splitter numbers the batch as if it held the Folded records, so
+	// that every sequence number after it is the plain job's. 0 otherwise.
+	Folded int
+
 	pooled bool
 }
 
@@ -150,6 +158,7 @@ func (b *Batch) Reset() {
 	b.Channel = 0
 	b.Stamp = 0
 	b.Control = nil
+	b.Folded = 0
 }
 
 // Full reports whether the batch holds BatchSize records.

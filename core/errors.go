@@ -274,6 +274,15 @@ func (p *ErrorPolicy) LateRecord(input string, pos int64, seq uint64, raw string
 // windows still open.
 func (p *ErrorPolicy) PartlyLateRecord() { p.counts().PartlyLate.Add(1) }
 
+// LateRecords counts n records that came after their windows fired, as n
+// LateRecord calls without a dead letter would: a window's global step
+// meets a partial of n records folded by its local step (window.Spec.Local)
+// that is late as a whole. n ≥ 0.
+func (p *ErrorPolicy) LateRecords(n int64) { p.counts().Late.Add(n) }
+
+// PartlyLateRecords counts n records as n PartlyLateRecord calls would.
+func (p *ErrorPolicy) PartlyLateRecords(n int64) { p.counts().PartlyLate.Add(n) }
+
 type deadLetter struct {
 	Input  string `json:"input"`
 	Pos    int64  `json:"pos,omitempty"`

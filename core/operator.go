@@ -147,6 +147,19 @@ type OperatorDef struct {
 	// across a watermark, barrier or reconfiguration marker (it is not
 	// checkpointed or migrated). Nil: none.
 	Partial func(env Env) (Operator, error)
+	// Local, for a keyed operator that may run first in a parallel region,
+	// is the local step of local-global aggregation before the splitter
+	// (window.Spec.Local): the runtime runs one instance of it after the
+	// pre-region operators of the single source stage and of every source
+	// worker. The contract: it emits, for each data batch, one batch whose
+	// records the splitter routes by the region's key, which must keep the
+	// input's key fields at their places (Local.Out extends the input
+	// schema); this operator over those batches emits exactly what it emits
+	// over the plain input, with the same late counts and dead letters; and
+	// it holds no state from one batch to the next (nothing in flight at a
+	// watermark, barrier or reconfiguration marker, so it is neither
+	// checkpointed nor migrated). Nil: none.
+	Local *OperatorDef
 	// State, for an operator whose instances keep state in checkpoints
 	// (Snapshotter), says in words everything that state's meaning and
 	// format depend on: its kind, key, key groups, window and aggregates.

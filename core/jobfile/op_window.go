@@ -24,9 +24,14 @@ type WindowSpec struct {
 	TimeZone string `yaml:"time_zone,omitempty"`
 	// WeekStart is the first day of 1w windows (default monday, ISO 8601).
 	WeekStart string `yaml:"week_start,omitempty"`
+	// LocalAggregation is off (default), on or auto: whether the source
+	// stage or every source worker folds each batch per key and pane
+	// before the splitter (window.LocalMode).
+	LocalAggregation string `yaml:"local_aggregation,omitempty"`
 }
 
-// window: {size, slide, time_zone, week_start, key, aggregates, late}
+// window: {size, slide, time_zone, week_start, key, aggregates, late,
+// local_aggregation}
 // aggregates per key over tumbling or sliding event-time windows
 // (window.New): of a fixed length (1h, 15m) aligned to the epoch, or
 // calendar periods (1d, 1w, 1mo, 1q, 1y) of a time zone. Keyed: its state is
@@ -63,8 +68,42 @@ func buildWindow(b *opBuild, w *WindowSpec) (core.OperatorDef, error) {
 	default:
 		return def, b.errAt(".late", "late %q: expected drop or dead_letter", w.Late)
 	}
-	return window.New(window.Spec{Name: b.name, Key: key, Size: int64(size), Slide: int64(slide), Calendar: cal,
-		Aggs: aggs, LateToDeadLetter: late, Groups: b.region.Groups}, b.in)
+	spec := window.Spec{Name: b.name, Key: key, Size: int64(size), Slide: int64(slide), Calendar: cal,
+		Aggs: aggs, LateToDeadLetter: late, Groups: b.region.Groups}
+	if spec.Local, err = b.localAggregation(w.LocalAggregation, &spec); err != nil {
+		return def, err
+	}
+	return window.New(spec, b.in)
+}
+
+// localAggregation reads local_aggregation: off (the default), on, or
+// auto. on is refused, naming why, for a window that cannot fold exactly
+// (window.LocalRefusal: a float aggregate, late: dead_letter) or that is
+// not the region's first operator (the local step feeds the splitter);
+// auto is then off.
+func (b *opBuild) localAggregation(v string, spec *window.Spec) (window.LocalMode, error) {
+	var m window.LocalMode
+	switch v {
+	case "", "off":
+		return window.LocalOff, nil
+	case "on":
+		m = window.LocalOn
+	case "auto":
+		m = window.LocalAuto
+	default:
+		return 0, b.errAt(".local_aggregation", "local_aggregation %q: expected off, on or auto", v)
+	}
+	why := window.LocalRefusal(spec, b.in)
+	if why == "" && !strings.HasPrefix(b.path, "region.ops[0].") {
+		why = "only the first operator of the region can pre-aggregate before the splitter"
+	}
+	switch {
+	case why == "":
+		return m, nil
+	case m == window.LocalAuto:
+		return window.LocalOff, nil
+	}
+	return 0, b.errAt(".local_aggregation", "local_aggregation: on: %s", why)
 }
 
 // periods are the calendar sizes of a window, as size: and slide: write

@@ -151,7 +151,7 @@ func (r *run) report(wall time.Duration) *Report {
 			rep.Operators = append(rep.Operators, or)
 		}
 	}
-	add("pre", r.job.Pre, pre)
+	add("pre", r.preBuilt, pre)
 	if r.job.Region != nil {
 		add("region", r.regionDefs, region)
 		for c := range int(r.usedChans.Load()) {

@@ -53,7 +53,8 @@ type run struct {
 	failures          failures           // operator failures in channels, decided in input order (failure.go)
 	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial (routing goroutine; updates replace it, update.go)
 	regionDefs        []core.OperatorDef // chanOps as built, for reports
-	preDefs           []core.OperatorDef // the pre-region operators source workers added later start with (update.go)
+	preDefs           []core.OperatorDef // the pre-region operators source workers added later start with (update.go), then the region's local step (core.OperatorDef.Local) if any
+	preBuilt          []core.OperatorDef // preDefs as built, for reports
 	recordsIn, recOut atomic.Int64
 	batchesIn         atomic.Int64 // source batches read (scheduled changes count them)
 	maxChannels       int
@@ -369,9 +370,15 @@ func (r *run) build() error {
 	r.start = time.Now()
 	r.procCPU0 = sched.ProcessCPU()
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
-	r.preCounters, r.postCounters = newCounters(len(job.Pre)), newCounters(len(job.Post))
-	r.letters.errs = job.Errors
 	r.preDefs = job.Pre
+	if reg := job.Region; reg != nil && len(reg.Key) > 0 && len(reg.Ops) > 0 && reg.Ops[0].Local != nil {
+		// The region's local step (local-global aggregation) runs last
+		// before the splitter, in the source stage or every source worker.
+		r.preDefs = append(slices.Clip(job.Pre), *reg.Ops[0].Local)
+	}
+	r.preBuilt = r.preDefs
+	r.preCounters, r.postCounters = newCounters(len(r.preDefs)), newCounters(len(job.Post))
+	r.letters.errs = job.Errors
 	r.ctl.log = r.log
 	var err error
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
@@ -382,7 +389,7 @@ func (r *run) build() error {
 		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
 		r.srcCPU = r.newStageCPU("source", 0)
-		if r.pre, err = r.instantiate(job.Pre, env, r.preCounters); err != nil {
+		if r.pre, err = r.instantiate(r.preDefs, env, r.preCounters); err != nil {
 			return err
 		}
 	}

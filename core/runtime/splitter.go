@@ -103,14 +103,21 @@ func (s *splitter) route(b *core.Batch) error {
 		// Dead letters of records before b's (and of b's, reported while
 		// it was read): every sequence number they can precede is at most
 		// the last b's records or marker will get.
-		s.letters.add(s.errs, s.seq+uint64(max(1, b.Len)))
+		s.letters.add(s.errs, s.seq+uint64(max(1, b.Len, b.Folded)))
 	}
 	if b.Kind != core.Data {
 		return s.broadcast(b)
 	}
-	for i := 0; i < b.Len; i++ {
-		s.seq++
-		b.Seq[i] = s.seq
+	if b.Folded > 0 { // a local step's batch: the plain job's numbers
+		for i := 0; i < b.Len; i++ {
+			b.Seq[i] += s.seq
+		}
+		s.seq += uint64(b.Folded)
+	} else {
+		for i := 0; i < b.Len; i++ {
+			s.seq++
+			b.Seq[i] = s.seq
+		}
 	}
 	keyed := s.table != nil
 	if keyed {

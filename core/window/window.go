@@ -32,6 +32,10 @@ type Spec struct {
 	LateToDeadLetter bool
 	// Groups is the number of key groups (a power of two).
 	Groups int
+	// Local says whether the window runs a local step before the splitter
+	// (local-global aggregation, local.go); not LocalOff only for a window
+	// that LocalRefusal accepts.
+	Local LocalMode
 }
 
 // keyState is one key's open panes. States are found by the key's hash
@@ -117,6 +121,14 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	}
 	spec.Groups = ka.groups
 	key, aggs, out := ka.key, ka.aggs, ka.out
+	local, err := newLocal(&spec, in, key, aggs)
+	if err != nil {
+		return core.OperatorDef{}, err
+	}
+	var wide *core.Schema
+	if local != nil {
+		wide = local.Out
+	}
 	state := kvstate.NewMap[uint64, keyState](spec.Groups)
 	nk := len(key.idx)
 	order := func(a, b []core.Value) int {
@@ -139,12 +151,13 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		Out:   out,
 		Order: order,
 		State: fmt.Sprintf("window %s %s", cut, ka.describe(spec.Aggs)),
+		Local: local,
 		New: func(env core.Env) (core.Operator, error) {
 			g, err := newGrid(&spec)
 			if err != nil {
 				return nil, err
 			}
-			w := &windowOp{spec: spec, g: g, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
+			w := &windowOp{spec: spec, in: in, wide: wide, g: g, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
 				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
 			if env.Rescaled {
 				w.wm = env.Watermark
@@ -156,7 +169,9 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 
 type windowOp struct {
 	spec  Spec
-	g     grid // this instance's: it caches the last pane
+	in    *core.Schema // the input's
+	wide  *core.Schema // the local step's output, or nil
+	g     grid         // this instance's: it caches the last pane
 	key   keyDef
 	aggs  []bound
 	out   *core.Schema
@@ -223,47 +238,60 @@ func (w *windowOp) newAccs() []acc {
 	return make([]acc, len(w.aggs))
 }
 
+// Process adds in's records to their panes. A batch of the local step's
+// wide schema (window.Spec.Local) holds partials and raw records: it goes
+// to processWide.
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
+	if in.Schema == w.wide && w.wide != nil {
+		return w.processWide(in)
+	}
 	for i := 0; i < in.Len; i++ {
-		t := in.Time[i]
-		row := in.Row(i)
-		if t == core.NoTime {
-			if err := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), fmt.Errorf("record has no event time")); err != nil {
-				return err
-			}
-			continue
-		}
-		// The record's pane, and the last window containing it.
-		start, next, lastEnd := w.g.pane(t)
-		if lastEnd-1 <= w.wm { // every window of the pane has fired
-			if err := w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), w.spec.LateToDeadLetter); err != nil {
-				return err
-			}
-			continue
-		}
-		if next-1 <= w.wm { // its first windows have fired, not all
-			w.env.Errors.PartlyLateRecord()
-		}
-		h := in.Hash[i]
-		g := kvstate.KeyGroup(h, w.spec.Groups)
-		w.touch(g)
-		k := w.key.of(row)
-		st := w.lookup(g, h, &k)
-		if st == nil {
-			st = w.insert(g, h, &k)
-		}
-		pi, created := w.pane(st, start)
-		if created {
-			w.register(st, pi, ref{g: int32(g), h: h, st: st})
-		}
-		accs := w.accs(&st.panes[pi])
-		if _, err := addAll(w.aggs, accs, row); err != nil {
-			if perr := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), err); perr != nil {
-				return perr
-			}
+		if err := w.add(in, i, in.Row(i), in.Schema); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// add adds record i of in, whose fields are row (of schema s, for error
+// messages and dead letters), to its pane, or reports it late or without
+// an event time by the job's error policies.
+func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema) error {
+	t := in.Time[i]
+	if t == core.NoTime {
+		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
+	}
+	// The record's pane, and the last window containing it.
+	start, next, lastEnd := w.g.pane(t)
+	if lastEnd-1 <= w.wm { // every window of the pane has fired
+		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
+	}
+	if next-1 <= w.wm { // its first windows have fired, not all
+		w.env.Errors.PartlyLateRecord()
+	}
+	accs := w.paneAccs(in.Hash[i], row, start)
+	if _, err := addAll(w.aggs, accs, row); err != nil {
+		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), err)
+	}
+	return nil
+}
+
+// paneAccs returns the accumulators of the pane starting at start of the
+// key in row (hash h from the splitter), adding the key and the pane
+// where missing.
+func (w *windowOp) paneAccs(h uint64, row []core.Value, start int64) []acc {
+	g := kvstate.KeyGroup(h, w.spec.Groups)
+	w.touch(g)
+	k := w.key.of(row)
+	st := w.lookup(g, h, &k)
+	if st == nil {
+		st = w.insert(g, h, &k)
+	}
+	pi, created := w.pane(st, start)
+	if created {
+		w.register(st, pi, ref{g: int32(g), h: h, st: st})
+	}
+	return w.accs(&st.panes[pi])
 }
 
 // pane returns st's pane starting at start, adding it in order if missing
