@@ -92,7 +92,7 @@ SELECT strftime('%Y-%m-%dT%H:%M:%SZ', ms / 1000 / 86400 * 86400, 'unixepoch'), t
 	}
 	nullAvg := 0
 	for i, line := range out[1:] {
-		got := strings.Split(line, ",")  // window_start,window_end,type,events,measured,max_mag,avg_mag,deepest
+		got := strings.Split(line, ",")    // window_start,window_end,type,events,measured,max_mag,avg_mag,deepest
 		want := strings.Split(ref[i], ",") // day,type,count,count(mag),max,avg,max(depth)
 		if got[0] != want[0] || got[2] != want[1] || got[3] != want[2] || got[4] != want[3] {
 			t.Fatalf("row %d: streamd %s, sqlite3 %s", i+1, line, ref[i])
