@@ -22,11 +22,17 @@ type CSVSpec struct {
 	// Compression: auto (default: by extension, then magic bytes), none,
 	// gzip, zstd, bzip2 or xz (source.Compression).
 	Compression string `yaml:"compression"`
+	// MaxQuotedLines and MaxQuotedBytes bound a quoted field that spans
+	// line ends (source.CSVOptions): 0 (the default) is 10,000 lines and
+	// 1 MiB.
+	MaxQuotedLines int   `yaml:"max_quoted_lines"`
+	MaxQuotedBytes int64 `yaml:"max_quoted_bytes"`
 
 	in *inputs // the files path names, once built
 }
 
-// csv: {path, header, delimiter, columns, time_zone, parallelism, compression}
+// csv: {path, header, delimiter, columns, time_zone, parallelism,
+// compression, max_quoted_lines, max_quoted_bytes}
 // reads CSV files
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
@@ -49,6 +55,9 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
+	if opts.MaxQuotedLines, opts.MaxQuotedBytes, err = b.quotedLimits(c.MaxQuotedLines, c.MaxQuotedBytes); err != nil {
+		return nil, err
+	}
 	if opts.Compression, err = b.compression(c.Compression); err != nil {
 		return nil, err
 	}
@@ -65,6 +74,18 @@ func (b *sourceBuild) compression(s string) (source.Compression, error) {
 		return "", b.errAt(".compression", "%v", err)
 	}
 	return c, nil
+}
+
+// quotedLimits checks a CSV source's max_quoted_lines and
+// max_quoted_bytes: 0 (the default) or more.
+func (b *sourceBuild) quotedLimits(lines int, bytes int64) (int, int64, error) {
+	if lines < 0 {
+		return 0, 0, b.errAt(".max_quoted_lines", "max_quoted_lines must be 0 (the default, %d) or more, not %d", source.DefaultMaxQuotedLines, lines)
+	}
+	if bytes < 0 {
+		return 0, 0, b.errAt(".max_quoted_bytes", "max_quoted_bytes must be 0 (the default, %d) or more, not %d", source.DefaultMaxQuotedBytes, bytes)
+	}
+	return lines, bytes, nil
 }
 
 // maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine

@@ -80,7 +80,7 @@ type CSVOptions struct {
 // opts.MaxQuotedBytes bytes, meets a quote that closes nothing, or is open
 // at the end of the input makes its record malformed (ErrUnclosedQuote,
 // reported on the record's first line; the dead letter holds its text, at
-// most 64 KiB), and reading resumes on the line after the one the field
+// most 4 KiB), and reading resumes on the line after the one the field
 // opened on: the stray quote costs one record. The rule (csvFrame) is the
 // same for the sequential reader, the blocks and the parallel parser. String fields of
 // up to 64 Ki distinct values per column are interned.
@@ -112,7 +112,7 @@ type CSVOptions struct {
 // reader's; a batch may be shorter (it ends at a block's end and before a
 // malformed record), so under Fail the records before the malformed one
 // reach the caller, where the sequential reader drops those of its last
-// batch. After a quoting error (a csv.ParseError) the rest of the file is
+// batch. After a quoting error (a csv.ParseError, an unclosed quote) the rest of the file is
 // read sequentially. The goroutines start on the first Next and stop at
 // the end of the file or on Close, which the caller must call; memory in
 // flight is at most 2×Parallelism+1 blocks and the batches of as many
@@ -132,9 +132,6 @@ func csvSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize i
 func csvSplitSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockSize int, size int64) (core.Source, error) {
 	if opts.Parallelism < 0 {
 		return nil, fmt.Errorf("csv source %s: parallelism %d: expected 0 (auto) or more", path, opts.Parallelism)
-	}
-	if opts.MaxQuotedLines < 0 || opts.MaxQuotedBytes < 0 {
-		return nil, fmt.Errorf("csv source %s: max quoted lines %d, bytes %d: expected 0 (the default) or more", path, opts.MaxQuotedLines, opts.MaxQuotedBytes)
 	}
 	name, in, closer, err := openInput("csv", path, opts.Reader, opts.Compression)
 	if err != nil {
@@ -233,8 +230,8 @@ type csvReader struct {
 	frame  csvFrame      // the record rule, with the quoted-field limits
 	g      *quoteGuard   // r reads through it (attach)
 	gb     *bufio.Reader // over g: r's buffer
-	delim  string // the delimiter, to join the fields of a malformed record
-	comma  rune   // the same
+	delim  string        // the delimiter, to join the fields of a malformed record
+	comma  rune          // the same
 	cols   []csvColumn
 	want   int // fields per record
 	schema *core.Schema
@@ -259,6 +256,9 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 	d, err := checkDelimiter(opts.Delimiter)
 	if err != nil {
 		return nil, fmt.Errorf("csv source %s: %w", input, err)
+	}
+	if opts.MaxQuotedLines < 0 || opts.MaxQuotedBytes < 0 {
+		return nil, fmt.Errorf("csv source %s: max quoted lines %d, bytes %d: expected 0 (the default) or more", input, opts.MaxQuotedLines, opts.MaxQuotedBytes)
 	}
 	c := &csvReader{input: input, delim: string(d), comma: d, errs: policy(errs),
 		frame: newCSVFrame(d, opts.MaxQuotedLines, opts.MaxQuotedBytes)}
@@ -374,7 +374,7 @@ func indexOf(xs []string, x string) int {
 
 // badRecord is a malformed record as the reader found it: the line it
 // starts on, its text (the fields read, joined by the delimiter) and why it
-// is bad. quoting marks a csv.ParseError (a bare or extraneous quote, a
+// is bad. quoting marks a csv.ParseError or an unclosed quote (a bare or extraneous quote, a
 // quoted field left open at the end of the input): where such a record
 // ends depends on what follows it, so a parallel worker that meets one
 // cannot trust its block's end (see csvParallel).

@@ -25,7 +25,7 @@ const (
 	DefaultMaxQuotedBytes = 1 << 20
 	// openRawMax bounds the text of an unclosed-quote record kept for its
 	// dead letter, in bytes.
-	openRawMax = 64 << 10
+	openRawMax = 4 << 10
 )
 
 // csvFrame finds where the records of a CSV input end, by the rule both

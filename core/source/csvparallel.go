@@ -52,7 +52,7 @@ func csvParallelism(n int) int {
 // So the records, their order, their Pos, the batches they come in and the
 // ErrorPolicy calls are those of the sequential reader. The parity cut is exact only for
 // well-formed quoting: when a worker meets a quoting error (a
-// csv.ParseError) in block i, or the reader a read error, Next stops the
+// csv.ParseError or an unclosed quote) in block i, or the reader a read error, Next stops the
 // goroutines when it reaches block i and reads the rest of the file from
 // block i's start with the sequential reader, whose results are then the
 // sequential ones by construction.

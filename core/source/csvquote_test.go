@@ -61,7 +61,7 @@ func TestCSVUnclosedQuote(t *testing.T) {
 		rawPrefix string
 	}{
 		{name: "lines", lines: 5, open: "bad,\"never closed\n", after: kvLines(100, 30),
-			reason: "the quoted field opened on line 12 spans more than 5 lines (max_quoted_lines); reading resumes on line 13",
+			reason:    "the quoted field opened on line 12 spans more than 5 lines (max_quoted_lines); reading resumes on line 13",
 			rawPrefix: "bad,\"never closed\nk100,100\nk101,101\nk102,102\nk103,103"},
 		{name: "bytes", lines: 1000, bytes: 40, open: "bad,\"never closed\n", after: kvLines(100, 30),
 			reason:    "the quoted field opened on line 12 holds more than 40 bytes (max_quoted_bytes); reading resumes on line 13",
