@@ -84,14 +84,25 @@ func (g *quoteGuard) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		if g.r < g.w {
-			n, k, o := g.f.next(g.buf[g.r:g.w], g.eof)
-			switch k {
-			case unitLines, unitRecord:
-				g.ok = g.r + n
+			// Decide as many units as buf holds, so that encoding/csv
+			// reads in large pieces; an unclosed quote is dropped only
+			// once everything before it is served.
+			for g.ok < g.w {
+				n, k, o := g.f.next(g.buf[g.ok:g.w], g.eof)
+				if k == unitMore {
+					break
+				}
+				if k == unitOpen {
+					if g.ok == g.r {
+						g.drop(n, o)
+						return 0, errOpenQuote
+					}
+					break
+				}
+				g.ok += n
+			}
+			if g.r < g.ok {
 				continue
-			case unitOpen:
-				g.drop(n, o)
-				return 0, errOpenQuote
 			}
 		} else if g.eof {
 			return 0, io.EOF

@@ -139,8 +139,10 @@ func (sc *indexScan) scan() error {
 				return err
 			}
 		default: // one record, or an unclosed quote's: the next starts after it
-			if err := sc.mark(pos + int64(n)); err != nil {
-				return err
+			if p := pos + int64(n); len(sc.x.starts) < sc.blocks && p >= sc.area+int64(len(sc.x.starts))*sc.size {
+				if err := sc.mark(p); err != nil {
+					return err
+				}
 			}
 		}
 		pos += int64(n)
