@@ -225,6 +225,8 @@ type srcWorker struct {
 	pre  *instSet
 	errs *core.ErrorPolicy
 	cpu  *stageCPU
+	// ahead is the worker's event_time.max_ahead check (nil: off).
+	ahead *aheadCheck
 }
 
 // routing is how the workers route from a block on: which workers read
@@ -329,7 +331,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
-	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newStageCPU("source", id)}
+	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newStageCPU("source", id), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	w.cpu.replicated = true
 	sp.cpu = w.cpu
@@ -767,7 +769,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 	sc := w.cpu
 	emit := func(b *core.Batch) error {
 		var err error
-		if maxT, err = r.admit(b, sc, maxT, w.errs); err != nil {
+		if maxT, err = r.admit(b, sc, maxT, w.errs, w.ahead); err != nil {
 			b.Release()
 			return err
 		}
