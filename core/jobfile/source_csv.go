@@ -25,8 +25,8 @@ type CSVSpec struct {
 	// MaxQuotedLines and MaxQuotedBytes bound a quoted field that spans
 	// line ends (source.CSVOptions): 0 (the default) is 10,000 lines and
 	// 1 MiB.
-	MaxQuotedLines int   `yaml:"max_quoted_lines"`
-	MaxQuotedBytes int64 `yaml:"max_quoted_bytes"`
+	MaxQuotedLines int   `yaml:"max_quoted_lines,omitempty"`
+	MaxQuotedBytes int64 `yaml:"max_quoted_bytes,omitempty"`
 
 	in *inputs // the files path names, once built
 }

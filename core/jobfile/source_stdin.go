@@ -23,8 +23,8 @@ type StdinSpec struct {
 	// bzip2 or xz.
 	Compression string `yaml:"compression"`
 	// MaxQuotedLines, MaxQuotedBytes: csv only, as the csv source's.
-	MaxQuotedLines int   `yaml:"max_quoted_lines"`
-	MaxQuotedBytes int64 `yaml:"max_quoted_bytes"`
+	MaxQuotedLines int   `yaml:"max_quoted_lines,omitempty"`
+	MaxQuotedBytes int64 `yaml:"max_quoted_bytes,omitempty"`
 }
 
 // stdin: {format, header, delimiter, explode, fields, compression,
