@@ -339,7 +339,7 @@ func (c *csvReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolicy)
 func (c *csvReader) attach(in io.Reader, stop int64) {
 	if c.g == nil {
 		c.g = &quoteGuard{f: &c.frame}
-		c.gb = bufio.NewReaderSize(c.g, guardBufferSize)
+		c.gb = bufio.NewReaderSize(c.g, 64<<10)
 	}
 	c.g.reset(in, stop)
 	c.gb.Reset(c.g)

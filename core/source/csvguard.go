@@ -12,9 +12,10 @@ import (
 // a malformed record (quoteGuard.bad).
 var errOpenQuote = errors.New("unclosed quote")
 
-// guardBufferSize is quoteGuard's read size in bytes; the buffer grows
+// guardBufferSize is quoteGuard's read size in bytes (as readBufferSize:
+// a block reader's guard reads the file directly); the buffer grows
 // (doubling) only to hold a record longer than it.
-const guardBufferSize = 64 << 10
+const guardBufferSize = readBufferSize
 
 // quoteGuard stands between a CSV input and encoding/csv. It frames the
 // input with csvFrame and serves encoding/csv whole units only (runs of

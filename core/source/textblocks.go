@@ -81,9 +81,9 @@ func (s *blockText) point(c *blockCursor, from, to, line int64, errs *core.Error
 		sp.span(from, to)
 	}
 	if cr, ok := c.rr.(*csvReader); ok && s.ahead {
+		// The guard buffers the file itself: no bufio.Reader between.
 		end := s.x.starts[s.x.blocks()]
-		c.br.Reset(io.NewSectionReader(s.f, from, end-from))
-		cr.attach(c.br, to-from)
+		cr.attach(io.NewSectionReader(s.f, from, end-from), to-from)
 		cr.line0, cr.errs = line-1, errs
 		return
 	}
