@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"streamd/core"
@@ -69,8 +68,7 @@ func (a *aheadCheck) apply(b *core.Batch, errs *core.ErrorPolicy) error {
 		ref = time.Now().UnixNano()
 	} else {
 		a.scratch = append(a.scratch[:0], b.Time[:b.Len]...)
-		slices.Sort(a.scratch)
-		ref = a.scratch[(b.Len-1)/2]
+		ref = nth(a.scratch, (b.Len-1)/2)
 	}
 	kept := 0
 	for i := 0; i < b.Len; i++ {
@@ -92,13 +90,58 @@ func (a *aheadCheck) apply(b *core.Batch, errs *core.ErrorPolicy) error {
 		if !a.live {
 			ref = max(ref, t)
 		}
-		b.Move(kept, i)
+		if kept != i {
+			b.Move(kept, i)
+		}
 		kept++
 	}
 	if kept < b.Len {
 		b.Truncate(kept)
 	}
 	return nil
+}
+
+// nth returns the k-th smallest of xs (0-based), reordering xs: Hoare's
+// selection (C. A. R. Hoare, Algorithm 65: Find, CACM 4(7), 1961) with
+// median-of-three pivots, expected O(len(xs)).
+func nth(xs []int64, k int) int64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if xs[mid] < xs[lo] {
+			xs[mid], xs[lo] = xs[lo], xs[mid]
+		}
+		if xs[hi] < xs[lo] {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if xs[hi] < xs[mid] {
+			xs[hi], xs[mid] = xs[mid], xs[hi]
+		}
+		p := xs[mid]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < p {
+				i++
+			}
+			for xs[j] > p {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
 }
 
 // formatTime writes event time t (ns since the epoch) in RFC 3339, UTC.
