@@ -193,3 +193,18 @@ func TestCSVUnclosedQuoteAtBlockEnds(t *testing.T) {
 		t.Fatalf("fail, 3 workers: %q, want %q", got.err, wantFail.err)
 	}
 }
+
+// Stdin's CSV follows the same rule with its own limits: a field left open
+// past max_quoted_lines costs its record, and the lines after the opening
+// line are read.
+func TestStdinUnclosedQuote(t *testing.T) {
+	content := "k,v\n" + kvLines(0, 3) + "bad,\"open\n" + kvLines(3, 10)
+	got := readNext(t, func(errs *core.ErrorPolicy) (core.Source, error) {
+		return Stdin("csv", StdinOptions{Reader: strings.NewReader(content), Header: true, Columns: kvOpts.Columns, MaxQuotedLines: 3}, errs)
+	}, core.DeadLetter)
+	ls := letters(t, got.letters)
+	if len(got.recs) != 13 || got.recs[3] != "6:|k3|3" || len(ls) != 1 || ls[0].Pos != 5 ||
+		ls[0].Reason != "unclosed quote: the quoted field opened on line 5 spans more than 3 lines (max_quoted_lines); reading resumes on line 6" {
+		t.Fatalf("records %v, dead letters %s", got.recs, got.letters)
+	}
+}
