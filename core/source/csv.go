@@ -97,10 +97,9 @@ type CSVOptions struct {
 // A regular file is read by blocks (core.Splittable) for source workers:
 // block b is the records that start in bytes [b·1 MiB, (b+1)·1 MiB) of the
 // file after the header. CSV finds where they start, and on which line,
-// in one serial pass when it opens (textIndex: quotes followed, a
-// malformed record measured by encoding/csv as the sequential reader
-// reads it), so the blocks' records, Pos and malformed records are the
-// sequential reader's, whatever the quoting. Next's batches end at block
+// in one serial pass when it opens (textIndex, by csvFrame: the record
+// rule the reader follows too), so the blocks' records, Pos and malformed
+// records are the sequential reader's, whatever the quoting. Next's batches end at block
 // ends. Other inputs (opts.Reader, stdin) are read with Next only.
 //
 // A regular file larger than one block (256 KiB) is parsed in parallel
