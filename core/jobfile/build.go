@@ -241,6 +241,9 @@ func (s *Spec) ioStates(resolve func(string) string) (source, sink string) {
 		// fire: part of what the restored position means.
 		e := *et
 		e.MaxOutOfOrderness = durationValue(e.MaxOutOfOrderness, 0)
+		if e.MaxAhead != "" {
+			e.MaxAhead = durationValue(e.MaxAhead, 0)
+		}
 		source += "; " + render("event_time", &e)
 	}
 	// The sink as it writes: defaults spelled out, paths cleaned, so
@@ -301,7 +304,7 @@ func (f *File) buildSource(errs *core.ErrorPolicy, opt Options) (core.Source, er
 }
 
 func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
-	out := runtime.EventTime{Field: et.Field}
+	out := runtime.EventTime{Field: et.Field, Input: f.sourceInput()}
 	var t core.Type
 	switch {
 	case et.Expr != "" && et.Field != "":
@@ -315,7 +318,6 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventT
 		if t != core.Timestamp && t != core.Int64 {
 			return out, f.errAt("event_time.expr", "the expression is a %s; event time needs a timestamp or an int64 (with unit:)", t)
 		}
-		out.Input = f.sourceInput()
 		out.Of = eventTimeOf(prog, t)
 	case et.Field != "":
 		i, err := s.Lookup(et.Field)
@@ -374,6 +376,13 @@ func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventT
 		return out, f.errAt("event_time.max_out_of_orderness", "must not be negative")
 	}
 	out.MaxOutOfOrder = int64(d)
+	if d, err = f.duration("event_time.max_ahead", et.MaxAhead, 0); err != nil {
+		return out, err
+	}
+	if d < 0 {
+		return out, f.errAt("event_time.max_ahead", "must not be negative")
+	}
+	out.MaxAhead = int64(d)
 	return out, nil
 }
 

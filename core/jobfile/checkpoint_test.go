@@ -157,6 +157,15 @@ func TestCheckpointIOStates(t *testing.T) {
 	if d, _ := states("csv: {path: "+in+", parallelism: 4}", "discard: {}"); c != d {
 		t.Errorf("parallelism changed the description: %s vs %s", c, d)
 	}
+	// The unclosed-quote limits and max_ahead decide which records are
+	// read and which are late; left out, they are not in the description,
+	// so checkpoints of jobs written before them restore.
+	if d, _ := states("csv: {path: "+in+", max_quoted_lines: 50}", "discard: {}"); c == d || strings.Contains(c, "max_quoted") {
+		t.Errorf("max_quoted_lines: %s vs %s", c, d)
+	}
+	if e4, _ := states("generator: {seed: 3}\nevent_time: {field: ts, max_ahead: 24h}", "discard: {}"); e4 == e1 || strings.Contains(e1, "max_ahead") || !strings.Contains(e4, `"max_ahead":"24h0m0s"`) {
+		t.Errorf("max_ahead: %s vs %s", e1, e4)
+	}
 }
 
 // --restore latest skips a checkpoint whose committed output was damaged

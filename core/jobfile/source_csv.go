@@ -27,11 +27,17 @@ type CSVSpec struct {
 	Watch       bool   `yaml:"watch"`
 	Poll        string `yaml:"poll"`
 	IdleTimeout string `yaml:"idle_timeout"`
+	// MaxQuotedLines and MaxQuotedBytes bound a quoted field that spans
+	// line ends (source.CSVOptions): 0 (the default) is 10,000 lines and
+	// 1 MiB.
+	MaxQuotedLines int   `yaml:"max_quoted_lines,omitempty"`
+	MaxQuotedBytes int64 `yaml:"max_quoted_bytes,omitempty"`
 
 	in *inputs // the files path names, once built
 }
 
-// csv: {path, header, delimiter, columns, time_zone, parallelism, compression}
+// csv: {path, header, delimiter, columns, time_zone, parallelism,
+// compression, max_quoted_lines, max_quoted_bytes}
 // reads CSV files
 // (source.CSV). A restored run may parse it with another parallelism.
 func init() {
@@ -56,6 +62,9 @@ func buildCSVSource(b *sourceBuild, c *CSVSpec) (core.Source, error) {
 		return nil, b.errAt(".parallelism", "parallelism must be between 0 (auto) and %d, not %d", maxCSVParallelism, c.Parallelism)
 	}
 	opts.Parallelism = c.Parallelism
+	if opts.MaxQuotedLines, opts.MaxQuotedBytes, err = b.quotedLimits(c.MaxQuotedLines, c.MaxQuotedBytes); err != nil {
+		return nil, err
+	}
 	lo, live, err := b.live(c.live(), c.Path, c.Compression, c.Parallelism)
 	if err != nil {
 		return nil, err
@@ -79,6 +88,18 @@ func (b *sourceBuild) compression(s string) (source.Compression, error) {
 		return "", b.errAt(".compression", "%v", err)
 	}
 	return c, nil
+}
+
+// quotedLimits checks a CSV source's max_quoted_lines and
+// max_quoted_bytes: 0 (the default) or more.
+func (b *sourceBuild) quotedLimits(lines int, bytes int64) (int, int64, error) {
+	if lines < 0 {
+		return 0, 0, b.errAt(".max_quoted_lines", "max_quoted_lines must be 0 (the default, %d) or more, not %d", source.DefaultMaxQuotedLines, lines)
+	}
+	if bytes < 0 {
+		return 0, 0, b.errAt(".max_quoted_bytes", "max_quoted_bytes must be 0 (the default, %d) or more, not %d", source.DefaultMaxQuotedBytes, bytes)
+	}
+	return lines, bytes, nil
 }
 
 // maxCSVParallelism bounds source.csv.parallelism: each parsing goroutine

@@ -22,9 +22,13 @@ type StdinSpec struct {
 	// Compression: auto (default: by the first bytes), none, gzip, zstd,
 	// bzip2 or xz.
 	Compression string `yaml:"compression"`
+	// MaxQuotedLines, MaxQuotedBytes: csv only, as the csv source's.
+	MaxQuotedLines int   `yaml:"max_quoted_lines,omitempty"`
+	MaxQuotedBytes int64 `yaml:"max_quoted_bytes,omitempty"`
 }
 
-// stdin: {format, header, delimiter, explode, fields, compression} reads
+// stdin: {format, header, delimiter, explode, fields, compression,
+// max_quoted_lines, max_quoted_bytes} reads
 // CSV, JSON lines or JSON (an array or a stream of values) from
 // standard input (source.Stdin). It cannot be replayed, so a job that
 // reads it takes no checkpoints.
@@ -47,6 +51,9 @@ func buildStdin(b *sourceBuild, in *StdinSpec) (core.Source, error) {
 			return nil, err
 		}
 		so := source.StdinOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times, Compression: comp}
+		if so.MaxQuotedLines, so.MaxQuotedBytes, err = b.quotedLimits(in.MaxQuotedLines, in.MaxQuotedBytes); err != nil {
+			return nil, err
+		}
 		if b.validate {
 			// validate must not read standard input: with fields the
 			// columns are known; without, they are the header's (without

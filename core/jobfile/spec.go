@@ -35,6 +35,9 @@ type EventTimeSpec struct {
 	Expr              string `yaml:"expr,omitempty"`
 	Unit              string `yaml:"unit"`
 	MaxOutOfOrderness string `yaml:"max_out_of_orderness"`
+	// MaxAhead: records whose event time is further ahead than this (a
+	// duration) are malformed; "" or 0 is off (runtime.EventTime.MaxAhead).
+	MaxAhead string `yaml:"max_ahead,omitempty"`
 }
 
 // RegionSpec is the parallel region.

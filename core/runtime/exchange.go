@@ -254,6 +254,8 @@ type srcWorker struct {
 	// exchange's updates its instances have taken (x.mu to read updates).
 	chain   *core.Chain
 	applied int
+	// ahead is the worker's event_time.max_ahead check (nil: off).
+	ahead *aheadCheck
 }
 
 // routing is how the workers route from a block on: which workers read
@@ -358,7 +360,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
-	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates)}
+	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
@@ -822,7 +824,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 	sc := w.cpu
 	emit := func(b *core.Batch) error {
 		var err error
-		if maxT, err = r.admit(b, sc, maxT, w.errs); err != nil {
+		if maxT, err = r.admit(b, sc, maxT, w.errs, w.ahead); err != nil {
 			b.Release()
 			return err
 		}

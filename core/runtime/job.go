@@ -76,6 +76,11 @@ type EventTime struct {
 	// MaxOutOfOrder is how far behind the largest event time seen a record
 	// may still arrive, in ns: the watermark is max - MaxOutOfOrder - 1.
 	MaxOutOfOrder int64
+	// MaxAhead, if > 0, is how far ahead of its reference a record's event
+	// time may be, in ns; a record further ahead is malformed (on_error)
+	// and does not move the watermark (aheadCheck says what the reference
+	// is). 0 is off.
+	MaxAhead int64
 	// Of, if set, computes a record's event time in ns from its fields
 	// (a record of the source's schema; Of must not keep it), in place of
 	// Field. Source workers call it at once: it must be safe for
@@ -84,7 +89,8 @@ type EventTime struct {
 	// position, and is dropped from its batch (counted, never lost
 	// silently).
 	Of func(row []core.Value) (int64, error)
-	// Input names the input in Of's errors (the source's file).
+	// Input names the input in Of's and MaxAhead's errors (the source's
+	// file).
 	Input string
 }
 

@@ -717,6 +717,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 	}
 	bound := r.job.EventTime.MaxOutOfOrder
 	times := r.times
+	ahead := r.newAheadCheck()
 	var err error
 	for {
 		var b *core.Batch
@@ -732,7 +733,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 			if times != nil && b.Len > 0 {
 				pos0 = b.Pos[0]
 			}
-			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors); err != nil {
+			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors, ahead); err != nil {
 				b.Release()
 				break
 			}
@@ -835,7 +836,10 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 // the job's, or a source worker's deferred one) and leaves the batch,
 // which may then be empty (Len 0: the caller releases it); an error is
 // errs' (a *core.RecordError under on_error: fail), and fails the source.
-func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy) (int64, error) {
+// With ahead (event_time.max_ahead; nil: off) the records too far ahead
+// are malformed the same way, and take no part in the largest event time.
+func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy, ahead *aheadCheck) (int64, error) {
+	before := maxT
 	if f := r.timeField; f >= 0 {
 		w, unit := b.Schema.Width(), r.timeUnit
 		for i := 0; i < b.Len; i++ {
@@ -847,6 +851,15 @@ func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPol
 		var err error
 		if maxT, err = r.timeOf(b, of, maxT, errs); err != nil {
 			return maxT, err
+		}
+	}
+	if ahead != nil && (r.timeField >= 0 || r.job.EventTime.Of != nil) {
+		if err := ahead.apply(b, errs); err != nil {
+			return before, err
+		}
+		maxT = before
+		for _, t := range b.Time[:b.Len] {
+			maxT = max(maxT, t)
 		}
 	}
 	r.recordsIn.Add(int64(b.Len))

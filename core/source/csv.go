@@ -48,6 +48,15 @@ type CSVOptions struct {
 	// sequential reader. It applies to regular files larger than one
 	// block (256 KiB), not to Reader or stdin. Negative is an error.
 	Parallelism int
+	// MaxQuotedLines and MaxQuotedBytes bound a quoted field that spans
+	// line ends: once it holds MaxQuotedLines '\n's, or a '\n' more than
+	// MaxQuotedBytes bytes after its opening quote, it counts as unclosed
+	// (ErrUnclosedQuote: the record is malformed and reading resumes on
+	// the line after the one it opened on). 0 means the defaults,
+	// DefaultMaxQuotedLines (10,000) and DefaultMaxQuotedBytes (1 MiB);
+	// negative is an error.
+	MaxQuotedLines int
+	MaxQuotedBytes int64
 }
 
 // CSV returns a source of the CSV file at path (RFC 4180, read with
@@ -64,7 +73,16 @@ type CSVOptions struct {
 // of the input is dropped before parsing, so it is in no field (with or
 // without a header, quoted or not) and a mark alone is an empty input. An
 // input with no header line where one is expected is an error ("empty
-// input: no header"); a header alone gives zero records. String fields of
+// input: no header"); a header alone gives zero records.
+//
+// Unclosed quotes: a quoted field that spans a line end must close
+// properly. One that runs past opts.MaxQuotedLines lines or
+// opts.MaxQuotedBytes bytes, meets a quote that closes nothing, or is open
+// at the end of the input makes its record malformed (ErrUnclosedQuote,
+// reported on the record's first line; the dead letter holds its text, at
+// most 4 KiB), and reading resumes on the line after the one the field
+// opened on: the stray quote costs one record. The rule (csvFrame) is the
+// same for the sequential reader, the blocks and the parallel parser. String fields of
 // up to 64 Ki distinct values per column are interned.
 //
 // Missing values: an empty field (unquoted, or quoted "": encoding/csv
@@ -79,10 +97,9 @@ type CSVOptions struct {
 // A regular file is read by blocks (core.Splittable) for source workers:
 // block b is the records that start in bytes [b·1 MiB, (b+1)·1 MiB) of the
 // file after the header. CSV finds where they start, and on which line,
-// in one serial pass when it opens (textIndex: quotes followed, a
-// malformed record measured by encoding/csv as the sequential reader
-// reads it), so the blocks' records, Pos and malformed records are the
-// sequential reader's, whatever the quoting. Next's batches end at block
+// in one serial pass when it opens (textIndex, by csvFrame: the record
+// rule the reader follows too), so the blocks' records, Pos and malformed
+// records are the sequential reader's, whatever the quoting. Next's batches end at block
 // ends. Other inputs (opts.Reader, stdin) are read with Next only.
 //
 // A regular file larger than one block (256 KiB) is parsed in parallel
@@ -94,7 +111,7 @@ type CSVOptions struct {
 // reader's; a batch may be shorter (it ends at a block's end and before a
 // malformed record), so under Fail the records before the malformed one
 // reach the caller, where the sequential reader drops those of its last
-// batch. After a quoting error (a csv.ParseError) the rest of the file is
+// batch. After a quoting error (a csv.ParseError, an unclosed quote) the rest of the file is
 // read sequentially. The goroutines start on the first Next and stop at
 // the end of the file or on Close, which the caller must call; memory in
 // flight is at most 2×Parallelism+1 blocks and the batches of as many
@@ -157,11 +174,12 @@ func csvBlocks(f *os.File, end int64, r *csvReader, size int64) (bt *blockText, 
 	if line, err = linesBefore(f, off); err != nil {
 		return nil, 0, 0, err
 	}
-	x, err := indexCSV(f, off, line, end, r.comma, size)
+	x, err := indexCSV(f, off, line, end, &r.frame, size)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	bt = newBlockText("csv", r.input, f, x, r, r.errs, r.schema, func() blockReader { return r.clone() })
+	bt.ahead = true
 	return bt, off, line, nil
 }
 
@@ -208,8 +226,11 @@ func (t TimeFormats) parser(name string) *timeparse.Parser {
 type csvReader struct {
 	input  string
 	r      *csv.Reader
-	delim  string // the delimiter, to join the fields of a malformed record
-	comma  rune   // the same
+	frame  csvFrame      // the record rule, with the quoted-field limits
+	g      *quoteGuard   // r reads through it (attach)
+	gb     *bufio.Reader // over g: r's buffer
+	delim  string        // the delimiter, to join the fields of a malformed record
+	comma  rune          // the same
 	cols   []csvColumn
 	want   int // fields per record
 	schema *core.Schema
@@ -235,8 +256,13 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 	if err != nil {
 		return nil, fmt.Errorf("csv source %s: %w", input, err)
 	}
-	r := newRawCSV(in, d)
-	c := &csvReader{input: input, r: r, delim: string(d), comma: d, errs: policy(errs)}
+	if opts.MaxQuotedLines < 0 || opts.MaxQuotedBytes < 0 {
+		return nil, fmt.Errorf("csv source %s: max quoted lines %d, bytes %d: expected 0 (the default) or more", input, opts.MaxQuotedLines, opts.MaxQuotedBytes)
+	}
+	c := &csvReader{input: input, delim: string(d), comma: d, errs: policy(errs),
+		frame: newCSVFrame(d, opts.MaxQuotedLines, opts.MaxQuotedBytes)}
+	c.attach(in, -1)
+	r := c.r
 
 	fields := opts.Columns
 	if !opts.Header {
@@ -251,6 +277,10 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 		header, err := r.Read()
 		if err == io.EOF {
 			return nil, fmt.Errorf("csv source %s: empty input: no header", input)
+		}
+		if err == errOpenQuote {
+			l, _ := r.FieldPos(0)
+			return nil, fmt.Errorf("csv source %s: header: %w", input, c.openRecord(int64(l)).reason)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("csv source %s: header: %w", input, err)
@@ -299,15 +329,27 @@ func newRawCSV(in io.Reader, d rune) *csv.Reader {
 
 // reset points c at in, a record boundary on line line0+1 (blockReader).
 func (c *csvReader) reset(in *bufio.Reader, line0 int64, errs *core.ErrorPolicy) {
-	c.r = newRawCSV(in, c.comma)
+	c.attach(in, -1)
 	c.line0, c.errs = line0, errs
+}
+
+// attach makes c read in, a record start, through its quoteGuard, serving
+// no byte at or past offset stop of in (-1: none; see quoteGuard).
+func (c *csvReader) attach(in io.Reader, stop int64) {
+	if c.g == nil {
+		c.g = &quoteGuard{f: &c.frame}
+		c.gb = bufio.NewReaderSize(c.g, 64<<10)
+	}
+	c.g.reset(in, stop)
+	c.gb.Reset(c.g)
+	c.r = newRawCSV(c.gb, c.comma)
 }
 
 // clone returns a reader of the same columns with interners of its own,
 // for a parse worker; its r is set per block.
 func (c *csvReader) clone() *csvReader {
 	d := *c
-	d.r = nil
+	d.r, d.g, d.gb = nil, nil, nil
 	d.cols = append([]csvColumn(nil), c.cols...)
 	for i := range d.cols {
 		if d.cols[i].str != nil {
@@ -331,7 +373,7 @@ func indexOf(xs []string, x string) int {
 
 // badRecord is a malformed record as the reader found it: the line it
 // starts on, its text (the fields read, joined by the delimiter) and why it
-// is bad. quoting marks a csv.ParseError (a bare or extraneous quote, a
+// is bad. quoting marks a csv.ParseError or an unclosed quote (a bare or extraneous quote, a
 // quoted field left open at the end of the input): where such a record
 // ends depends on what follows it, so a parallel worker that meets one
 // cannot trust its block's end (see csvParallel).
@@ -367,14 +409,18 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 		return 0, io.EOF
 	}
 	if err != nil {
+		if err == errOpenQuote {
+			l, _ := c.r.FieldPos(0)
+			return 0, c.openRecord(c.base + c.line0 + int64(l))
+		}
 		var pe *csv.ParseError
 		if !errors.As(err, &pe) {
 			return 0, fmt.Errorf("csv source %s: %w", c.input, err)
 		}
-		return 0, &badRecord{line: c.base + c.line0 + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
+		return 0, &badRecord{line: c.base + c.line0 + c.g.shift + int64(pe.StartLine), raw: strings.Join(rec, c.delim), reason: pe.Err, quoting: true}
 	}
 	l, _ := c.r.FieldPos(0)
-	line := c.base + c.line0 + int64(l)
+	line := c.base + c.line0 + c.g.shift + int64(l)
 	if len(rec) != c.want {
 		return 0, &badRecord{line: line, raw: strings.Join(rec, c.delim), reason: fmt.Errorf("%d fields, expected %d", len(rec), c.want)}
 	}
@@ -404,4 +450,16 @@ func (c *csvReader) next(row []core.Value) (int64, error) {
 		row[j] = v
 	}
 	return line, nil
+}
+
+// openRecord is the malformed record of the unclosed quote c's guard has
+// just dropped; line is encoding/csv's line for it, less the guard's
+// shift (the input's line is line + badShift). The reason's lines are the
+// file's (without the ordinal base).
+func (c *csvReader) openRecord(line int64) *badRecord {
+	g := c.g
+	line += g.badShift
+	local := line - c.base
+	return &badRecord{line: line, raw: string(g.bad), quoting: true,
+		reason: c.frame.openReason(local, g.badLines, g.badAtLines, g.badWhy, g.badCut)}
 }

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -53,7 +52,7 @@ func csvParallelism(n int) int {
 // So the records, their order, their Pos, the batches they come in and the
 // ErrorPolicy calls are those of the sequential reader. The parity cut is exact only for
 // well-formed quoting: when a worker meets a quoting error (a
-// csv.ParseError) in block i, or the reader a read error, Next stops the
+// csv.ParseError or an unclosed quote) in block i, or the reader a read error, Next stops the
 // goroutines when it reaches block i and reads the rest of the file from
 // block i's start with the sequential reader, whose results are then the
 // sequential ones by construction.
@@ -340,7 +339,7 @@ func (p *csvParallel) start() {
 	p.wg.Add(p.k + 1)
 	go p.read()
 	for i := range p.k {
-		w := &csvWorker{p: p, c: p.seq.clone(), br: bufio.NewReaderSize(nil, 64<<10)}
+		w := &csvWorker{p: p, c: p.seq.clone()}
 		go w.run(p.work[i], p.results[i])
 	}
 }
@@ -472,7 +471,6 @@ func (p *csvParallel) recycle(b []byte) {
 type csvWorker struct {
 	p  *csvParallel
 	c  *csvReader // the columns, with interners of this worker's own
-	br *bufio.Reader
 	rd bytes.Reader
 }
 
@@ -510,8 +508,7 @@ func (w *csvWorker) parse(b *csvBlock) *csvResult {
 		return r
 	}
 	w.rd.Reset(b.buf)
-	w.br.Reset(&w.rd)
-	w.c.r = newRawCSV(w.br, w.c.comma)
+	w.c.attach(&w.rd, -1)
 	w.c.line0 = b.line - 1
 	batch := core.NewBatch(w.p.schema)
 	for {

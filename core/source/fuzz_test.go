@@ -19,10 +19,22 @@ func FuzzCSVBlocks(f *testing.F) {
 		"a,\"open\nb,2\n",
 		"a,b\"ad\nc,\"x\"y\n",
 		"\"\",\"\"\n,\n",
+		// Unclosed quotes: past the line limit, past the byte limit, into
+		// a stray quote, to the end, after a good multi-line field, and
+		// as a header.
+		"a,1\nb,\"open\nc,3\nd,4\ne,5\nf,6\n",
+		"a,\"0123456789\n0123456789\n0123456789\n\"\nb,2\n",
+		"a,\"open\nb,2\nc,\"3\"\nd,4\n",
+		"a,1\nb,\"open\nc,3",
+		"a,\"two\nlines\",\"open\nb,2\nc,3\nd,4\n",
+		"a,\"x\"\"\nb,2\r\nc,\"\"\"\r\nd,4\n",
 	} {
-		f.Add(s, uint8(3), true)
+		f.Add(s, uint8(3), true, uint8(0))
+		f.Add(s, uint8(5), false, uint8(9))
 	}
-	f.Fuzz(func(t *testing.T, body string, size uint8, header bool) {
+	// quoted: the open-field limits, small so that fields reach them:
+	// max_quoted_lines 1 + quoted%4, max_quoted_bytes 4 + quoted/4.
+	f.Fuzz(func(t *testing.T, body string, size uint8, header bool, quoted uint8) {
 		if len(body) > 2048 {
 			return
 		}
@@ -30,7 +42,8 @@ func FuzzCSVBlocks(f *testing.F) {
 		if header {
 			content = "k,v\n" + body
 		}
-		opts := CSVOptions{Header: header, Columns: []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}}
+		opts := CSVOptions{Header: header, Columns: []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}},
+			MaxQuotedLines: 1 + int(quoted%4), MaxQuotedBytes: 4 + int64(quoted/4)}
 		checkTextBlocks(t, csvOpeners(t, content, opts, []int64{int64(size%32) + 1}))
 	})
 }

@@ -36,6 +36,10 @@ type StdinOptions struct {
 	Compression Compression
 	// Times says how Timestamp fields are written (as CSVOptions.Times).
 	Times TimeFormats
+	// MaxQuotedLines and MaxQuotedBytes bound a CSV quoted field that
+	// spans line ends, as CSVOptions's (0: the defaults).
+	MaxQuotedLines int
+	MaxQuotedBytes int64
 }
 
 // closeWait bounds how long Close waits for the reader goroutine after
@@ -74,7 +78,8 @@ func Stdin(format string, opts StdinOptions, errs *core.ErrorPolicy) (core.Sourc
 	}
 	switch format {
 	case "csv":
-		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times}, errs)
+		r, err := newCSVReader("stdin", rin, CSVOptions{Header: opts.Header, Delimiter: opts.Delimiter, Columns: opts.Columns, Times: opts.Times,
+			MaxQuotedLines: opts.MaxQuotedLines, MaxQuotedBytes: opts.MaxQuotedBytes}, errs)
 		if err != nil {
 			return nil, err
 		}

@@ -41,6 +41,10 @@ type blockText struct {
 	x      *textIndex
 	errs   *core.ErrorPolicy // the source's own
 	fresh  func() blockReader
+	// ahead: the reader may read past a block's end to decide where its
+	// last record ends (CSV: an unclosed quote is known only by what
+	// follows it), and serves nothing past it.
+	ahead bool
 
 	mu   sync.Mutex
 	free []*blockCursor
@@ -75,6 +79,13 @@ func (s *blockText) Blocks() int { return s.x.blocks() }
 func (s *blockText) point(c *blockCursor, from, to, line int64, errs *core.ErrorPolicy) {
 	if sp, ok := c.rr.(interface{ span(from, to int64) }); ok {
 		sp.span(from, to)
+	}
+	if cr, ok := c.rr.(*csvReader); ok && s.ahead {
+		// The guard buffers the file itself: no bufio.Reader between.
+		end := s.x.starts[s.x.blocks()]
+		cr.attach(io.NewSectionReader(s.f, from, end-from), to-from)
+		cr.line0, cr.errs = line-1, errs
+		return
 	}
 	c.br.Reset(io.NewSectionReader(s.f, from, to-from))
 	c.rr.reset(c.br, line-1, errs)

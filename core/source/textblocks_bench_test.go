@@ -37,7 +37,8 @@ func BenchmarkTextIndex(b *testing.B) {
 			for range b.N {
 				var x *textIndex
 				if bc.csv {
-					x, err = indexCSV(f, 0, 1, end, ',', splitSize)
+					fr := newCSVFrame(',', 0, 0)
+					x, err = indexCSV(f, 0, 1, end, &fr, splitSize)
 				} else {
 					x, err = indexLines(f, 0, 1, end, splitSize)
 				}

@@ -280,9 +280,11 @@ func TestCSVBlocksSameAsSequential(t *testing.T) {
 	checkTextBlocks(t, csvOpeners(t, strings.ReplaceAll(noHeader, ",", "§"), opts, blockSizes))
 }
 
-// A quoted field left open (no '"' after it) swallows the rest of the
-// file in the sequential reader: one malformed record, and every later
-// block is empty; the blocks before it are unchanged.
+// A quoted field left open (no '"' after it) costs its own record, not the
+// rest of the file: the blocks after it start where they would without
+// it, at their thresholds' first record. The same with quotes after it
+// (the open field meets one that closes nothing) and with an escaped quote
+// as the file's last bytes.
 func TestCSVBlocksUnclosedQuote(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("k,v\n")
@@ -296,11 +298,8 @@ func TestCSVBlocksUnclosedQuote(t *testing.T) {
 	opts := CSVOptions{Header: true, Columns: []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}}
 	content := b.String()
 	checkTextBlocks(t, csvOpeners(t, content, opts, []int64{1, 7, 64}))
-	// With quotes after it, the open quote closes on a later line, and that
-	// record is malformed (text after the closing quote).
 	i := strings.LastIndex(content, "k30,30\n")
 	checkTextBlocks(t, csvOpeners(t, content[:i]+"k30,\"30\"\n"+content[i+len("k30,30\n"):], opts, []int64{1, 7, 64}))
-	// An escaped quote as the file's last bytes leaves the field open too.
 	checkTextBlocks(t, csvOpeners(t, "k,v\na,1\nb,\"x\"\"", opts, []int64{1, 3}))
 
 	path := writeFile(t, "open.csv", content)
@@ -311,9 +310,18 @@ func TestCSVBlocksUnclosedQuote(t *testing.T) {
 	defer s.Close()
 	bt := s.(*blockText)
 	open := int64(strings.Index(content, "open,"))
+	resume := open + int64(len("open,\"never closed\n"))
 	for b := range bt.Blocks() {
-		if lo := 4 + int64(b)*64; lo > open && bt.x.starts[b] != int64(len(content)) {
-			t.Errorf("block %d (bytes from %d) starts at %d, not at the end: the open quote swallows the rest", b, lo+4, bt.x.starts[b])
+		lo := 4 + int64(b)*64 // the threshold
+		if lo <= open {
+			continue
+		}
+		want := max(lo, resume)
+		if want > resume { // the first line start at or after lo
+			want = int64(strings.IndexByte(content[want-1:], '\n')) + want
+		}
+		if bt.x.starts[b] != want {
+			t.Errorf("block %d (threshold %d) starts at %d, want %d", b, lo, bt.x.starts[b], want)
 		}
 	}
 }
@@ -322,7 +330,7 @@ func TestCSVBlocksUnclosedQuote(t *testing.T) {
 // blocks of random tiny sizes, equal the sequential reader's.
 func TestCSVBlocksProperty(t *testing.T) {
 	fields := []string{"a", "12", "-3", "", "\"x\"\"y\"", "\"multi\nline\"", "\"q,c\"", "\"\"", "b\"ad", "\"oops\"x",
-		"x\r", "\"cr\r\nlf\"", "\"a\"\r", "7"}
+		"x\r", "\"cr\r\nlf\"", "\"a\"\r", "7", "\"open", "\"open\nstill", "\"three\nlong\nlines\""}
 	opts := CSVOptions{Header: true, Columns: []core.Field{{Name: "k", Type: core.String}, {Name: "v", Type: core.Int64}}}
 	rapid.Check(t, func(rt *rapid.T) {
 		var b strings.Builder
@@ -350,15 +358,19 @@ func TestCSVBlocksProperty(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			rt.Fatal(err)
 		}
+		// Small limits, so that open fields pass them within the file.
+		o := opts
+		o.MaxQuotedLines = rapid.IntRange(1, 4).Draw(rt, "max lines")
+		o.MaxQuotedBytes = int64(rapid.IntRange(1, 40).Draw(rt, "max bytes"))
 		for _, mode := range []core.ErrorMode{core.Skip, core.DeadLetter} {
 			want := readNext(t, func(errs *core.ErrorPolicy) (core.Source, error) {
-				o := opts
+				o := o
 				o.Reader = strings.NewReader(content)
 				return CSV(path, o, errs)
 			}, mode)
 			m := rapid.IntRange(1, 4).Draw(rt, "workers")
 			got, _ := readByBlocks(t, func(errs *core.ErrorPolicy) (core.Source, error) {
-				return csvSplitSource(path, opts, errs, 5, size)
+				return csvSplitSource(path, o, errs, 5, size)
 			}, mode, m)
 			if d := got.diff(want); d != "" {
 				rt.Fatalf("%q, blocks of %d, %d workers: %s", content, size, m, d)

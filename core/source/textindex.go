@@ -1,10 +1,7 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,32 +33,26 @@ type textIndex struct {
 func (x *textIndex) blocks() int { return len(x.starts) - 1 }
 
 // indexScan is the one serial pass that finds the blocks of a text file:
-// a CSV file (quotes: a '\n' inside a quoted field ends no record) or a
-// JSON-lines one (every '\n' ends a line). It reads the file through a
-// window and keeps to SIMD scans (bytes.IndexByte, bytes.Count): per '"'
-// a few compares, per block one search for the first record start past
-// its threshold, and the '\n's counted for line numbers.
+// a CSV file (records framed by csvFrame) or a JSON-lines one (every '\n'
+// ends a line). It reads the file through a window and keeps to SIMD scans
+// (bytes.IndexByte, bytes.Count): per line that holds quotes a count of
+// them, per block one search for the first record start past its
+// threshold, and the '\n's counted for line numbers.
 //
-// For CSV, a quote is trusted only where RFC 4180 puts one: opening at a
-// field's start (at the record's line start or right after the
-// delimiter), doubled inside a quoted field, closing right before the
-// delimiter, a line end or the end of the file. Where encoding/csv then
-// parses, a '\n' ends a record exactly when it is outside quotes, so the
-// pass and the sequential reader agree. Any other quote (a bare quote, text
-// after a closing quote, a field left open at the end of the file) makes
-// the record malformed; the pass then asks encoding/csv itself where that
-// record ends (one Read from the record's start, as the sequential reader
-// does it) and goes on from there. So malformed quoting shifts no later
-// boundary, and the blocks are the sequential reader's records whatever
-// the quoting.
+// For CSV the pass asks csvFrame, unit by unit, where records end: the
+// same function the reader's quoteGuard asks, on the same bytes from the
+// same record starts, so the pass and the sequential reader agree on every
+// record boundary, malformed quoting and unclosed quotes included (an
+// unclosed quote ends its record after the line it opened on, so it shifts
+// no later boundary). A unit longer than the window (a long record, an
+// open quoted field up to its limit) is read again from its start in a
+// window twice as large.
 type indexScan struct {
-	f      *os.File
-	area   int64 // the record area: [area, end)
-	end    int64
-	size   int64 // the block size
-	quotes bool  // CSV: track quoted fields
-	comma  rune
-	delim  []byte // comma in UTF-8
+	f     *os.File
+	area  int64 // the record area: [area, end)
+	end   int64
+	size  int64     // the block size
+	frame *csvFrame // CSV: the record rule; nil for JSON lines
 
 	buf  []byte // the file from base
 	base int64
@@ -73,18 +64,13 @@ type indexScan struct {
 	x       textIndex
 }
 
-// windowSize is the pass's read size; lookback is the bytes before the
-// scan position a window keeps (a delimiter of up to 4 bytes before a
-// quote).
-const (
-	windowSize = 1 << 20
-	lookback   = 4
-)
+// windowSize is the pass's read size.
+const windowSize = 1 << 20
 
 // indexCSV finds the blocks of the CSV records in f between offsets area
-// (on line line) and end, blocks of size bytes, comma the delimiter.
-func indexCSV(f *os.File, area, line, end int64, comma rune, size int64) (*textIndex, error) {
-	sc := &indexScan{f: f, area: area, end: end, size: size, quotes: true, comma: comma, delim: []byte(string(comma))}
+// (on line line) and end, blocks of size bytes, records framed by fr.
+func indexCSV(f *os.File, area, line, end int64, fr *csvFrame, size int64) (*textIndex, error) {
+	sc := &indexScan{f: f, area: area, end: end, size: size, frame: fr}
 	return sc.run(line)
 }
 
@@ -117,100 +103,49 @@ func (sc *indexScan) run(line int64) (*textIndex, error) {
 	return &sc.x, nil
 }
 
-// scan walks the record area, marking record starts.
+// scan walks the record area unit by unit, marking record starts.
 func (sc *indexScan) scan() error {
-	pos, rs := sc.area, sc.area // scan position; the start of the current record's line
-	inq := false
+	pos := sc.area // a record start
 	if pos >= sc.end {
 		return nil
 	}
 	if err := sc.mark(pos); err != nil {
 		return err
 	}
-	if err := sc.load(pos); err != nil {
-		return err
-	}
 	for pos < sc.end {
 		top := sc.base + int64(len(sc.buf))
-		if pos >= top { // the window is used up
+		if pos < sc.base || pos >= top {
 			if err := sc.load(pos); err != nil {
 				return err
 			}
 			continue
 		}
-		w := sc.buf[pos-sc.base:]
-		if !inq {
-			q := -1
-			if sc.quotes {
-				q = bytes.IndexByte(w, '"')
-			}
-			se := top // the segment [pos, se) holds no quote
-			if q >= 0 {
-				se = pos + int64(q)
-			}
-			if err := sc.lines(pos, se); err != nil {
-				return err
-			}
-			if i := bytes.LastIndexByte(sc.buf[pos-sc.base:se-sc.base], '\n'); i >= 0 {
-				rs = pos + int64(i) + 1
-			}
-			if q < 0 {
-				pos = top
-				continue
-			}
-			// An opening quote must start a field.
-			d := int64(len(sc.delim))
-			if se == rs || se-d >= rs && bytes.Equal(sc.buf[se-d-sc.base:se-sc.base], sc.delim) {
-				inq, pos = true, se+1
-				continue
-			}
-		} else {
-			q := bytes.IndexByte(w, '"')
-			if q < 0 {
-				if sc.eof { // a quoted field left open at the end
-					return sc.malformed(rs)
-				}
-				pos = top
-				continue
-			}
-			qa := pos + int64(q)
-			if qa+lookback >= top && !sc.eof { // read on: the bytes after the quote decide
-				if err := sc.load(qa); err != nil {
-					return err
-				}
-				pos = qa
-				continue
-			}
-			next := func(i int64) int { // the byte at qa+i, -1 past the end
-				if qa+i >= sc.end {
-					return -1
-				}
-				return int(sc.buf[qa+i-sc.base])
-			}
-			c := next(1)
-			if c == '"' { // an escaped quote
-				pos = qa + 2
-				continue
-			}
-			after := sc.buf[qa+1-sc.base:]
-			if c == -1 || c == '\n' || c == '\r' && (next(2) == -1 || next(2) == '\n') || bytes.HasPrefix(after, sc.delim) {
-				inq, pos = false, qa+1
-				continue
-			}
+		b := sc.buf[pos-sc.base:]
+		n, k := len(b), unitLines // JSON lines: every '\n' ends a record
+		if sc.frame != nil {
+			n, k, _ = sc.frame.next(b, sc.eof)
 		}
-		// A quote RFC 4180 does not allow: the record is malformed.
-		if err := sc.malformed(rs); err != nil {
-			return err
-		}
-		pos, rs, inq = sc.counted, sc.counted, false
-		if pos < sc.end {
+		switch k {
+		case unitMore: // the unit goes on past the window
+			if sc.base == pos { // and fills it from its start
+				sc.buf = make([]byte, 0, 2*cap(sc.buf))
+			}
 			if err := sc.load(pos); err != nil {
 				return err
 			}
+			continue
+		case unitLines:
+			if err := sc.lines(pos, pos+int64(n)); err != nil {
+				return err
+			}
+		default: // one record, or an unclosed quote's: the next starts after it
+			if p := pos + int64(n); len(sc.x.starts) < sc.blocks && p >= sc.area+int64(len(sc.x.starts))*sc.size {
+				if err := sc.mark(p); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	if inq { // an escaped quote last: the field is open at the end
-		return sc.malformed(rs)
+		pos += int64(n)
 	}
 	return nil
 }
@@ -233,26 +168,6 @@ func (sc *indexScan) lines(from, to int64) error {
 		}
 	}
 	return nil
-}
-
-// malformed finds where the record whose line starts at rs ends, by
-// reading it with encoding/csv as the sequential reader would, marks that
-// point as a record start and leaves counted there.
-func (sc *indexScan) malformed(rs int64) error {
-	r := newRawCSV(bufio.NewReaderSize(io.NewSectionReader(sc.f, rs, sc.end-rs), 64<<10), sc.comma)
-	_, err := r.Read()
-	var pe *csv.ParseError
-	if err != nil && err != io.EOF && !errors.As(err, &pe) {
-		return err
-	}
-	e := rs + r.InputOffset()
-	if e <= rs { // cannot happen: the record holds a quote
-		return fmt.Errorf("record at offset %d: no progress", rs)
-	}
-	if err := sc.countTo(e); err != nil {
-		return err
-	}
-	return sc.mark(e)
 }
 
 // mark notes that a record starts at p (p = end: no record starts after
@@ -290,12 +205,12 @@ func (sc *indexScan) countTo(p int64) error {
 }
 
 // load counts the '\n's the window holds up to at, then reads the file
-// from at (less the lookback) into it.
+// from at into it.
 func (sc *indexScan) load(at int64) error {
 	if err := sc.countTo(min(at, sc.base+int64(len(sc.buf)))); err != nil {
 		return err
 	}
-	from := at - min(lookback, at-sc.area)
+	from := at
 	want := min(int64(cap(sc.buf)), sc.end-from)
 	n, err := sc.f.ReadAt(sc.buf[:want], from)
 	if int64(n) < want {
