@@ -439,7 +439,8 @@ func (s *scheduled) next(r *run) int {
 
 // controlled asks an elastic.Policy once per period. The period's metrics
 // are the splitter's blocked ns per channel (congestion index), the
-// channels' busy ns and records, and the records arriving at the splitter.
+// channels' busy ns, thread CPU ns and records, the records arriving at
+// the splitters and the backlog in front of the channels (regionLoad).
 type controlled struct {
 	policy   elastic.Policy
 	period   time.Duration
@@ -513,7 +514,9 @@ func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
 			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec,
 			CPUNs: r.chanStats[i].CPUNs.Load()})
 	}
-	c.counters.Arrived = uint64(r.recordsIn.Load())
+	// Records arriving at the splitters (not recordsIn: pre-region filters
+	// drop some) and those waiting in front of the channels.
+	c.counters.Arrived, c.counters.Backlog = r.regionLoad()
 	// Records leaving the region: those its channels have processed (a
 	// window's output is much smaller than its input and bursty).
 	c.counters.Departed = processed
