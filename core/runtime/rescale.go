@@ -25,8 +25,10 @@ type Elastic struct {
 	Config elastic.Config
 	// DryRun logs every decision without carrying it out.
 	DryRun bool
-	// Timeline, if set, receives one CSV line per period: time, channels,
-	// congestion index, throughput, arrival rate, level, rule, applied.
+	// Timeline, if set, receives one CSV line per period: time (s),
+	// channels, congestion index, throughput and arrival rate (records/s),
+	// level, rule, applied, target channel count, backlog (records at the
+	// period's end).
 	Timeline io.Writer
 }
 
@@ -410,7 +412,7 @@ func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
 			c.period = time.Second
 		}
 		if c.timeline != nil {
-			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target")
+			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog")
 		}
 		return c, nil
 	}
@@ -490,10 +492,10 @@ func (c *controlled) next(r *run) int {
 	}
 	c.log.Info("elastic", "t", now.Sub(c.start).Round(time.Millisecond), "congestion", fmt.Sprintf("%.3f", p.Congestion()),
 		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
-		"level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
+		"backlog", p.Backlog, "level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
 	if c.timeline != nil {
-		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
-			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels)
+		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
+			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels, p.Backlog)
 	}
 	if !applied {
 		return 0
