@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"streamd/core"
 	"streamd/core/source"
+	"streamd/elastic"
 )
 
 // gate is a region operator that holds the first batch it is given until
@@ -115,5 +118,63 @@ func TestRegionLoad(t *testing.T) {
 					got.Arrived, got.Backlog, got.Departed, all, all, r.recordsIn.Load())
 			}
 		})
+	}
+}
+
+// TestTimelineExternalScale: a change of the channel count asked for
+// through the control API (Live.Scale) is written into the elastic
+// controller's timeline (--elastic-log) as a row of its own: channels
+// before, target after, rule ctl:scale, applied.
+func TestTimelineExternalScale(t *testing.T) {
+	src, err := source.Generator(source.GeneratorOptions{Seed: 1, Count: 12 * core.BatchSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	live := make(chan Live, 1)
+	var timeline bytes.Buffer
+	schema := source.GeneratorSchema
+	cfg := elastic.DefaultConfig()
+	cfg.PeriodNs, cfg.MaxChannels = int64(time.Hour), 2 // the controller itself decides nothing here
+	job := &Job{Name: "external", Source: src, Sink: discardSink{}, RingSize: 4, SourceParallelism: -1,
+		Region: &Region{Channels: 1, MaxChannels: 2, Key: []string{"key"}, Elastic: &Elastic{Policy: "levels", Config: cfg, Timeline: &timeline},
+			Ops: []core.OperatorDef{{Name: "gate", Out: schema, New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}},
+		OnStart: func(l Live) { live <- l }}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), job)
+		done <- err
+	}()
+	l := <-live
+	scaled := make(chan error, 1)
+	go func() {
+		_, err := l.Scale(context.Background(), 2, "api", nil)
+		scaled <- err
+	}()
+	// The request is either queued for the source stage (stuck behind the
+	// gate) or being carried out by the caller, whose drain waits for the
+	// gated channel once channel 1 exists: release the gate then.
+	started := func() bool {
+		l.r.ringsMu.Lock()
+		defer l.r.ringsMu.Unlock()
+		return len(l.r.chanIn) > 1
+	}
+	for l.r.ctl.queued.Load() == 0 && !started() {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-scaled; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(timeline.String()), "\n")
+	if len(rows) != 2 || !strings.HasSuffix(rows[0], ",target,backlog") {
+		t.Fatalf("timeline: want the header and one row, got:\n%s", timeline.String())
+	}
+	f := strings.Split(rows[1], ",")
+	if len(f) != 10 || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" {
+		t.Fatalf("timeline row %q: want channels 1, level -1, rule ctl:scale, applied true, target 2", rows[1])
 	}
 }

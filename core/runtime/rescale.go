@@ -454,6 +454,27 @@ type controlled struct {
 	counters elastic.Counters
 	name     string // the policy's, for the reconfiguration log
 	paused   bool   // pause-controller held it at the last period
+	// seen is the last period the policy saw, for the timeline rows of
+	// changes it did not make (external).
+	seen elastic.Period
+}
+
+// external writes a timeline row for a change of the channel count the
+// controller did not decide (the control plane's scale, from the HTTP API
+// or a runtime.Policy): channels from, target to, rule "ctl:KIND", level
+// -1, the figures of the last period the controller saw. It runs where
+// the change is carried out: the source stage, or a source worker at a
+// block start under the exchange's lock, never beside controlled.next.
+func (c *controlled) external(kind string, from, to int, now time.Time) {
+	if c.timeline == nil {
+		return
+	}
+	if c.start.IsZero() { // before the controller's first period
+		c.start, c.last = now, now
+	}
+	p := c.seen
+	fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), from,
+		p.Congestion(), p.Throughput(), p.ArrivalRate(), -1, "ctl:"+kind, true, to, p.Backlog)
 }
 
 func (c *controlled) next(r *run) int {
@@ -482,6 +503,7 @@ func (c *controlled) next(r *run) int {
 	if !ok {
 		return 0
 	}
+	c.seen = p
 	d := c.policy.Step(p)
 	applied := d.Changed() && !d.DryRun
 	r.ctl.noteDecision(fmt.Sprintf("%s (t %s, applied %v)", d, now.Sub(c.start).Round(time.Millisecond), applied))
