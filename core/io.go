@@ -51,6 +51,18 @@ type Sized interface {
 	Size() int64
 }
 
+// Lagging is implemented by sources that know how far behind their input
+// they are: a rate-limited generator's records due by now but not yet
+// handed over, a consumer's lag behind its log. The runtime adds it to the
+// records waiting in the splitter's rings to make the region's backlog
+// (elastic.Counters.Backlog), read once per adaptation period.
+type Lagging interface {
+	// Lag is the number of records available or due now that Next has not
+	// yet returned; 0 when caught up or unknown. It is called on the
+	// goroutine that calls Next, between calls.
+	Lag() int64
+}
+
 // Splittable is implemented by sources whose input divides into blocks
 // that several source workers can read at once (DESIGN.md, "Where the
 // design goes next": splits): the row groups of a Parquet file, the

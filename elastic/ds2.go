@@ -9,7 +9,7 @@ import (
 // with [New] ("ds2").
 //
 // Each period (after Config.WarmUpPeriods of warm-up following a change) it
-// measures the offered load ([Period.OfferedLoad]: records arrived plus the
+// measures the offered load ([Period.OfferedLoad]: records processed plus the
 // backlog's growth, or the arrival rate over the time the splitter was not
 // blocked when no backlog is measured), the true processing rate of one
 // channel r ([Period.TrueRate]: records per second of work, thread CPU

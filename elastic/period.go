@@ -47,12 +47,13 @@ type Period struct {
 	// Departed is the number of records that left the region (out of the
 	// merger). The region's throughput [TPDS14 §4.1] is Departed per second.
 	Departed uint64
-	// Backlog is the number of records waiting in front of the region at
-	// the end of the period (a rate-limited source's lag, a consumer's lag,
-	// records in the splitter's rings), or 0 when there is none or it is
-	// unknown. PrevBacklog is the same at the start of the period (the
-	// previous snapshot's Backlog; [Window] sets it). [DS2] drains it and
-	// uses the change to estimate the offered load ([Period.OfferedLoad]).
+	// Backlog is the number of records waiting in front of the channels'
+	// operators at the end of the period: offered to the region and not yet
+	// processed (a rate-limited source's lag, a consumer's lag, records in
+	// the splitter's rings), or 0 when there is none or it is unknown.
+	// PrevBacklog is the same at the start of the period (the previous
+	// snapshot's Backlog; [Window] sets it). [DS2] drains it and uses the
+	// change to estimate the offered load ([Period.OfferedLoad]).
 	Backlog     uint64
 	PrevBacklog uint64
 }
@@ -156,9 +157,11 @@ func (p Period) OfferedRate() float64 {
 
 // OfferedLoad is the rate, in records/s, at which records were offered to
 // the region: with a backlog measured at either end of the period, the
-// records that arrived plus the growth of the backlog (conservation: what
-// was offered either arrived or is still waiting); otherwise
-// [Period.OfferedRate]. It is 0 for a period of non-positive length.
+// records the channels processed (Departed) plus the growth of the backlog
+// (conservation: what was offered was either processed or still waits,
+// at the source or in the rings, so records in the rings are counted once);
+// otherwise [Period.OfferedRate]. It is 0 for a period of non-positive
+// length.
 func (p Period) OfferedLoad() float64 {
 	if p.LengthNs <= 0 {
 		return 0
@@ -166,7 +169,7 @@ func (p Period) OfferedLoad() float64 {
 	if p.Backlog == 0 && p.PrevBacklog == 0 {
 		return p.OfferedRate()
 	}
-	return max(0, float64(p.Arrived)+float64(p.Backlog)-float64(p.PrevBacklog)) / p.seconds()
+	return max(0, float64(p.Departed)+float64(p.Backlog)-float64(p.PrevBacklog)) / p.seconds()
 }
 
 // drainRate is the rate, in records/s, at which the backlog fell during

@@ -75,10 +75,13 @@ func TestPeriodValidate(t *testing.T) {
 }
 
 // TestOfferedLoadBacklog: with a backlog measured, the offered load is
-// what arrived plus the backlog's growth; CPU time, when every channel
-// reports it, is the work time of the true rate.
+// what the channels processed plus the backlog's growth (records that
+// arrived at the splitter and still wait in its rings are in the backlog,
+// so they are not counted twice); CPU time, when every channel reports it,
+// is the work time of the true rate.
 func TestOfferedLoadBacklog(t *testing.T) {
-	p := Period{LengthNs: 2e9, Arrived: 1000, Departed: 1000, Backlog: 600, PrevBacklog: 200,
+	// 1,300 records arrived at the splitter, 300 of them still in its rings.
+	p := Period{LengthNs: 2e9, Arrived: 1300, Departed: 1000, Backlog: 600, PrevBacklog: 200,
 		Channels: []ChannelStats{{BlockedNs: 1e9, BusyNs: 2e9, CPUNs: 1e9, Records: 500}, {BusyNs: 2e9, CPUNs: 1e9, Records: 500}}}
 	if got := p.OfferedLoad(); got != 700 { // (1000 + 600 − 200) / 2 s
 		t.Errorf("OfferedLoad = %v, want 700", got)
@@ -90,8 +93,8 @@ func TestOfferedLoadBacklog(t *testing.T) {
 	if got := p.TrueRate(); got != 250 {
 		t.Errorf("TrueRate without CPU on every channel = %v, want 250", got)
 	}
-	p.Backlog, p.PrevBacklog = 0, 0          // no backlog: arrival over the unblocked time
-	if got := p.OfferedLoad(); got != 1000 { // 500/s over 1 − 0.5
+	p.Backlog, p.PrevBacklog, p.Arrived = 0, 0, 1000 // no backlog: arrival over the unblocked time
+	if got := p.OfferedLoad(); got != 1000 {         // 500/s over 1 − 0.5
 		t.Errorf("OfferedLoad without backlog = %v, want 1000", got)
 	}
 }

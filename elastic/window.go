@@ -18,7 +18,8 @@ type Counters struct {
 	Arrived  uint64 // records that arrived at the splitter, cumulative
 	Departed uint64 // records that left the region, cumulative
 	// Backlog is a gauge, not a counter: records waiting in front of the
-	// region now. It is copied into the Period as is.
+	// channels' operators now (the source's lag and the records in the
+	// splitter's rings). It is copied into the Period as is.
 	Backlog uint64
 }
 

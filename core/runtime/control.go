@@ -260,7 +260,7 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 				return pre, err
 			}
 			out.Seq = r.splitter.seq
-			r.resetController()
+			r.resetController(from, q.channels)
 			r.answer(q, out, nil, nil)
 		case KindCheckpoint:
 			if r.ck.inFlight.Load() {
@@ -333,7 +333,9 @@ func (r *run) placeControl(next int) (bool, error) {
 			}
 			err := r.placeChange(q.channels, next, nil)
 			out.Seq = uint64(next) << blockSeqBits
-			r.resetController()
+			if err == nil {
+				r.resetController(from, q.channels)
+			}
 			r.answer(q, out, nil, err)
 			later = append(later, qs[i+1:]...)
 			return true, err
@@ -398,10 +400,12 @@ func (r *run) checkScale(n int) error {
 }
 
 // resetController starts the elastic controller's window afresh after a
-// change it did not make.
-func (r *run) resetController() {
+// change it did not make (from to to channels, asked for by the control
+// plane), and writes the change into its timeline (--elastic-log).
+func (r *run) resetController(from, to int) {
 	if c, ok := r.scaler.(*controlled); ok {
 		c.window.Reset()
+		c.external(KindScale, from, to, time.Now())
 	}
 }
 

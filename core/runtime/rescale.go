@@ -25,8 +25,10 @@ type Elastic struct {
 	Config elastic.Config
 	// DryRun logs every decision without carrying it out.
 	DryRun bool
-	// Timeline, if set, receives one CSV line per period: time, channels,
-	// congestion index, throughput, arrival rate, level, rule, applied.
+	// Timeline, if set, receives one CSV line per period: time (s),
+	// channels, congestion index, throughput and arrival rate (records/s),
+	// level, rule, applied, target channel count, backlog (records at the
+	// period's end).
 	Timeline io.Writer
 }
 
@@ -410,7 +412,7 @@ func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
 			c.period = time.Second
 		}
 		if c.timeline != nil {
-			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target")
+			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog")
 		}
 		return c, nil
 	}
@@ -439,7 +441,8 @@ func (s *scheduled) next(r *run) int {
 
 // controlled asks an elastic.Policy once per period. The period's metrics
 // are the splitter's blocked ns per channel (congestion index), the
-// channels' busy ns and records, and the records arriving at the splitter.
+// channels' busy ns, thread CPU ns and records, the records arriving at
+// the splitters and the backlog in front of the channels (regionLoad).
 type controlled struct {
 	policy   elastic.Policy
 	period   time.Duration
@@ -451,6 +454,27 @@ type controlled struct {
 	counters elastic.Counters
 	name     string // the policy's, for the reconfiguration log
 	paused   bool   // pause-controller held it at the last period
+	// seen is the last period the policy saw, for the timeline rows of
+	// changes it did not make (external).
+	seen elastic.Period
+}
+
+// external writes a timeline row for a change of the channel count the
+// controller did not decide (the control plane's scale, from the HTTP API
+// or a runtime.Policy): channels from, target to, rule "ctl:KIND", level
+// -1, the figures of the last period the controller saw. It runs where
+// the change is carried out: the source stage, or a source worker at a
+// block start under the exchange's lock, never beside controlled.next.
+func (c *controlled) external(kind string, from, to int, now time.Time) {
+	if c.timeline == nil {
+		return
+	}
+	if c.start.IsZero() { // before the controller's first period
+		c.start, c.last = now, now
+	}
+	p := c.seen
+	fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), from,
+		p.Congestion(), p.Throughput(), p.ArrivalRate(), -1, "ctl:"+kind, true, to, p.Backlog)
 }
 
 func (c *controlled) next(r *run) int {
@@ -479,6 +503,7 @@ func (c *controlled) next(r *run) int {
 	if !ok {
 		return 0
 	}
+	c.seen = p
 	d := c.policy.Step(p)
 	applied := d.Changed() && !d.DryRun
 	r.ctl.noteDecision(fmt.Sprintf("%s (t %s, applied %v)", d, now.Sub(c.start).Round(time.Millisecond), applied))
@@ -489,10 +514,10 @@ func (c *controlled) next(r *run) int {
 	}
 	c.log.Info("elastic", "t", now.Sub(c.start).Round(time.Millisecond), "congestion", fmt.Sprintf("%.3f", p.Congestion()),
 		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
-		"level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
+		"backlog", p.Backlog, "level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
 	if c.timeline != nil {
-		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
-			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels)
+		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
+			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels, p.Backlog)
 	}
 	if !applied {
 		return 0
@@ -513,7 +538,9 @@ func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
 			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec,
 			CPUNs: r.chanStats[i].CPUNs.Load()})
 	}
-	c.counters.Arrived = uint64(r.recordsIn.Load())
+	// Records arriving at the splitters (not recordsIn: pre-region filters
+	// drop some) and those waiting in front of the channels.
+	c.counters.Arrived, c.counters.Backlog = r.regionLoad()
 	// Records leaving the region: those its channels have processed (a
 	// window's output is much smaller than its input and bursty).
 	c.counters.Departed = processed

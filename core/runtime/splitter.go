@@ -36,6 +36,12 @@ type splitter struct {
 	// pushed counts, per channel index, the batches pushed to it (all
 	// kinds), to compare with ChannelStats.Batches.
 	pushed []uint64
+	// routed counts the data records the splitter has taken to route
+	// (pre-region operators applied), whether pushed yet or not: what
+	// arrived at the region. Less the records the channels have processed,
+	// it is what waits in the region's rings (run.regionLoad). One atomic
+	// add per data batch, read once per adaptation period.
+	routed atomic.Uint64
 	// lastWM is the last watermark broadcast: a channel added later starts
 	// there.
 	lastWM int64
@@ -108,6 +114,7 @@ func (s *splitter) route(b *core.Batch) error {
 	if b.Kind != core.Data {
 		return s.broadcast(b)
 	}
+	s.routed.Add(uint64(b.Len))
 	if b.Folded > 0 { // a local step's batch: the plain job's numbers
 		for i := 0; i < b.Len; i++ {
 			b.Seq[i] += s.seq

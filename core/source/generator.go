@@ -171,6 +171,7 @@ var (
 	_ core.Sized      = sizedBlockGenerator{}
 	_ core.Sized      = sizedGenerator{}
 	_ core.Skipper    = (*generator)(nil)
+	_ core.Lagging    = (*generator)(nil)
 )
 
 func zeros(n int) string {
@@ -243,6 +244,22 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 		}
 	}
 	return b, nil
+}
+
+// Lag is how many records the rate schedule has made due by now that Next
+// has not handed over yet (core.Lagging): the records a consumer that fell
+// behind has missed, at most Count less those handed over. It is 0 without
+// a rate and before the first Next (the schedule starts there). Call it on
+// the goroutine that calls Next; it reads the schedule's clock once.
+func (g *generator) Lag() int64 {
+	if g.sched == nil || g.t0.IsZero() {
+		return 0
+	}
+	due := g.sched.due(g.now().Sub(g.t0))
+	if c := g.opts.Count; c > 0 {
+		due = min(due, c)
+	}
+	return max(0, due-g.i)
 }
 
 // append adds the next n records (fewer at Count).

@@ -240,3 +240,48 @@ func BenchmarkGeneratorSkip(b *testing.B) {
 		})
 	}
 }
+
+// TestGeneratorLag: a rate-limited generator's lag is the records its
+// schedule has made due that Next has not handed over, capped at Count;
+// 0 before the first Next and without a rate.
+func TestGeneratorLag(t *testing.T) {
+	c := &scriptedClock{t: time.Unix(1000, 0)}
+	s := withClock(t, GeneratorOptions{Seed: 1, Count: 1000, Rate: 1000}, c)
+	lag := func() int64 { return s.(core.Lagging).Lag() }
+	if got := lag(); got != 0 {
+		t.Fatalf("lag before the first Next = %d, want 0", got)
+	}
+	b, err := s.Next(ctx) // record 0 is due at once; record 1 only 1 ms later
+	if err != nil || b.Len != 1 {
+		t.Fatalf("first Next: %v records, %v", b.Len, err)
+	}
+	b.Release()
+	if got := lag(); got != 0 {
+		t.Fatalf("lag after catching up = %d, want 0", got)
+	}
+	c.t = c.t.Add(2 * time.Second) // records 0 … 2000 due; Count caps at 1000
+	if got := lag(); got != 999 {
+		t.Fatalf("lag 2 s later = %d, want 999 (Count 1000 less 1 handed over)", got)
+	}
+	b, _ = s.Next(ctx)
+	n := b.Len
+	b.Release()
+	if got := lag(); n != core.BatchSize || got != int64(999-n) {
+		t.Fatalf("after a batch of %d: lag %d, want %d", n, got, 999-n)
+	}
+	g, _ := Generator(GeneratorOptions{Seed: 1, Count: 1000})
+	b, _ = g.Next(ctx)
+	b.Release()
+	if got := g.(core.Lagging).Lag(); got != 0 {
+		t.Fatalf("lag without a rate = %d, want 0", got)
+	}
+	u, _ := Generator(GeneratorOptions{Seed: 1, Rate: 1000})
+	uc := &scriptedClock{t: time.Unix(1000, 0)}
+	generatorOf(t, u).now = uc.now
+	b, _ = u.Next(ctx)
+	b.Release()
+	uc.t = uc.t.Add(2 * time.Second)
+	if got := u.(core.Lagging).Lag(); got != 2000 { // records 1 … 2000 due, no Count
+		t.Fatalf("unbounded lag 2 s later = %d, want 2000", got)
+	}
+}
