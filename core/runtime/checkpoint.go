@@ -113,6 +113,7 @@ type checkpointer struct {
 	flight    atomic.Uint64 // the epoch in flight
 	flightAt  atomic.Int64  // when its barrier was injected, ns
 	committed atomic.Uint64 // newest complete checkpoint
+	started   atomic.Int64  // barriers injected
 	acks      chan ckptAck
 	done      chan struct{}
 
@@ -148,6 +149,12 @@ func (c *checkpointer) due() bool {
 	return c.cfg.Interval > 0 && c.now()-c.last.Load() >= int64(c.cfg.Interval)
 }
 
+// dueAtEnd says whether a barrier is due after the source's input ended:
+// on Interval only (EveryBatches counts source batches, and none come).
+func (c *checkpointer) dueAtEnd() bool {
+	return !c.inFlight.Load() && c.cfg.EveryBatches <= 0 && c.cfg.Interval > 0 && c.now()-c.last.Load() >= int64(c.cfg.Interval)
+}
+
 // now reads the clock Interval and Timeout are measured by, ns.
 func (c *checkpointer) now() int64 {
 	if c.cfg.Now != nil {
@@ -161,6 +168,7 @@ func (c *checkpointer) begin(e uint64) {
 	c.flight.Store(e)
 	c.flightAt.Store(c.now())
 	c.inFlight.Store(true)
+	c.started.Add(1)
 }
 
 func (c *checkpointer) end() {

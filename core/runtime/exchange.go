@@ -333,6 +333,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	sp.errs, sp.letters = w.errs, &r.letters
 	w.cpu.replicated = true
 	sp.cpu = w.cpu
+	sp.db = r.newDebloater()
 	if w.pre, err = r.instantiate(r.job.Pre, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
 	}

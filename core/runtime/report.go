@@ -34,6 +34,9 @@ type Report struct {
 	Rebalance *RebalanceReport
 	// Checkpoints completed, their duration (barrier injected → written)
 	// and the data-path pause of a channel's snapshot at the barrier.
+	// CheckpointsStarted counts the barriers injected (those completed,
+	// timed out, failed, and the one in flight).
+	CheckpointsStarted           int64
 	Checkpoints                  int64
 	CheckpointTimeouts           int64
 	CheckpointFailures           int64
@@ -160,6 +163,7 @@ func (r *run) report(wall time.Duration) *Report {
 		c.mu.Lock()
 		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
 		c.mu.Unlock()
+		rep.CheckpointsStarted = c.started.Load()
 		rep.CheckpointP50, rep.CheckpointP99, _ = c.durations.percentiles()
 		_, rep.SnapshotPauseP99, _ = c.pauses.percentiles()
 		rep.CopyOnWriteStalls = c.stalls.count()
