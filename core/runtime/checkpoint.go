@@ -92,6 +92,9 @@ type barrierInfo struct {
 	table    *kvstate.Table
 	channels int
 	started  time.Time
+	// tail, for a barrier source workers' channels place after the end of
+	// the input, is its index among those (exchange.endBarrier).
+	tail int
 }
 
 type ckptAck struct {

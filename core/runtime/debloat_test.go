@@ -261,3 +261,99 @@ func TestDebloatingKeepsOutput(t *testing.T) {
 		}
 	}
 }
+
+// With source workers, channels that have read every block place the
+// barriers that come due (block = the block count): a job whose channel 0
+// still works through its queue when the workers have started every block
+// takes a checkpoint at the end of the input, delivered by both channels
+// before End, and a restore from it reads no block and gives the exact
+// output.
+func TestExchangeCheckpointAfterEnd(t *testing.T) {
+	recs := genRecords(40000, 50, 6)
+	want := expected(recs)
+	store, err := snapshot.Open(t.TempDir(), 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &manualClock{}
+	sink := &epochMem{}
+	g, open := newGate(false), newGate(true)
+	build := func(g0 *gateCtl, restore *snapshot.Checkpoint) (*runtime.Job, *blockSource) {
+		job, err := windowJob(recs, 2, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := newBlockSource(recs, 8)
+		job.Source, job.SourceParallelism, job.BufferTarget = src, 1, -1
+		def := core.OperatorDef{Name: "gate", Out: testSchema, State: "gate", New: func(env core.Env) (core.Operator, error) {
+			if env.Channel == 0 {
+				return gate{g0}, nil
+			}
+			return gate{open}, nil
+		}}
+		job.Region.Ops = append([]core.OperatorDef{def}, job.Region.Ops...)
+		job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Minute, Now: clock.now, Restore: restore}
+		return job, src
+	}
+	job, src := build(g, nil)
+	done := make(chan error, 1)
+	go func() { _, err := runtime.Run(context.Background(), job); done <- err }()
+	defer func() {
+		select {
+		case <-g.finish:
+		default:
+			close(g.finish)
+			close(g.release)
+			<-done
+		}
+	}()
+	release := func() {
+		select {
+		case g.release <- struct{}{}:
+		case err := <-done:
+			t.Fatalf("the job ended: %v", err)
+		}
+	}
+	// No time passes until the worker has started every block (channel 0's
+	// queue holds it back); then a checkpoint is due, and only a channel
+	// at the end of the input can place it.
+	for src.reads.Load() < int64(src.Blocks()) {
+		release()
+	}
+	clock.add(2 * time.Minute)
+	var at int64
+	for at = -1; at < 0; {
+		select {
+		case at = <-g.barriers:
+		case g.release <- struct{}{}:
+		case <-time.After(time.Minute):
+			t.Fatal("no barrier after the end of the input")
+		}
+	}
+	waitFor(t, "the checkpoint", func() bool { c, _, err := store.Latest(); return err == nil && c.Meta.ID == 1 })
+	c, _, err := store.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, pos := c.Meta.Sources["block"], c.Meta.Sources["source"]; b != int64(src.Blocks()) || pos != int64(len(recs)) {
+		t.Fatalf("checkpoint at block %d, position %d; want the end: block %d, position %d", b, pos, src.Blocks(), len(recs))
+	}
+	g.finishErr = errCrash
+	close(g.finish)
+	if err := <-done; !errors.Is(err, errCrash) {
+		t.Fatalf("crashed job: %v", err)
+	}
+	if n := g.processed.Load(); at != n {
+		t.Errorf("the barrier reached channel 0's operator after batch %d of %d", at, n)
+	}
+	job2, src2 := build(newGate(true), c)
+	if _, err := runtime.Run(context.Background(), job2); err != nil {
+		t.Fatal(err)
+	}
+	if n := src2.reads.Load(); n != 0 {
+		t.Errorf("the restored run read %d blocks, want none", n)
+	}
+	if got := sink.lines(); !slices.Equal(got, want) {
+		t.Fatalf("restored output: %d lines vs %d: %s", len(got), len(want), diffAt(got, want))
+	}
+}

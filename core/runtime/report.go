@@ -41,6 +41,7 @@ type Report struct {
 	CheckpointTimeouts           int64
 	CheckpointFailures           int64
 	CheckpointP50, CheckpointP99 time.Duration
+	CheckpointMax                time.Duration
 	SnapshotPauseP99             time.Duration
 	// CopyOnWriteStalls counts the data-path stalls after a barrier: a
 	// channel about to change a key group that the background had not yet
@@ -164,7 +165,7 @@ func (r *run) report(wall time.Duration) *Report {
 		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
 		c.mu.Unlock()
 		rep.CheckpointsStarted = c.started.Load()
-		rep.CheckpointP50, rep.CheckpointP99, _ = c.durations.percentiles()
+		rep.CheckpointP50, rep.CheckpointP99, rep.CheckpointMax = c.durations.percentiles()
 		_, rep.SnapshotPauseP99, _ = c.pauses.percentiles()
 		rep.CopyOnWriteStalls = c.stalls.count()
 		_, rep.StallP99, rep.StallMax = c.stalls.percentiles()

@@ -563,7 +563,13 @@ func (r *run) launch() error {
 				return err
 			}
 		}
-		r.mergerOuts = outs
+		if r.x != nil {
+			r.x.mu.Lock() // channels at the end of the input read it (endBarrier)
+			r.mergerOuts = outs
+			r.x.mu.Unlock()
+		} else {
+			r.mergerOuts = outs
+		}
 		r.wg.Add(1)
 		mcpu := r.newStageCPU("merger", 0)
 		r.placer.Start("merger", 0, func() {
@@ -784,17 +790,7 @@ func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Repl
 // draining says whether a ring from the splitter to the channels or from
 // the channels to the merger still holds batches (source stage only).
 func (r *run) draining() bool {
-	for _, rgs := range [][]*ring.SPSC[*core.Batch]{r.splitter.rings, r.mergerOuts} {
-		for _, rg := range rgs {
-			if rg.Canceled() {
-				return false
-			}
-			if rg.Len() > 0 {
-				return true
-			}
-		}
-	}
-	return false
+	return ringsHold(r.splitter.rings) || ringsHold(r.mergerOuts)
 }
 
 // admit is what a source stage or worker does with each batch its source
