@@ -3,7 +3,8 @@
 # under sustained backpressure: a keyed generator job whose region looks each
 # record up over HTTP on a server that answers in 1 ms (scripts/internal/
 # slowhttp; a 64-key cache, 5,000 keys, so most lookups wait) with
-# `checkpoint: {interval: 1s}`, run by the base binary (built from commit BASE,
+# `checkpoint: {interval: 1s, timeout: 2s}` (a checkpoint not complete within
+# twice its interval counts as timed out), run by the base binary (built from commit BASE,
 # before buffer debloating and end-of-input barriers) and by this tree's,
 # alternating A B A B. The generator has a rate (far above what the job
 # reaches), which keeps the single source stage: source workers place
@@ -45,7 +46,7 @@ region:
         aggregates: {n: count, total: sum(value)}
 sink:
   csv: {path: $work/out-$1.csv}
-checkpoint: {dir: $work/ck-$1, interval: 1s, timeout: 10s, retain: 2}
+checkpoint: {dir: $work/ck-$1, interval: 1s, timeout: 2s, retain: 2}
 YAML
 }
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $n records, lookups of 1 ms; $(date -u +%F)"
