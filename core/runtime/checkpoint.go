@@ -37,7 +37,10 @@ type Checkpointing struct {
 	// Now, if set, is the clock Interval and Timeout are measured by
 	// (nil: time.Now). Tests script it, so that whether a barrier is due
 	// or a checkpoint timed out does not depend on the machine's load; it
-	// is called from the source stage and the coordinator goroutine.
+	// is called from the source stage (or workers, or channels at the end
+	// of the input) and the coordinator goroutine, and buffer debloating
+	// measures its consumers' throughput by it (debloat.go) from every
+	// stage that pushes to a ring: it must be safe for concurrent use.
 	// Checkpoint durations in the report are wall time either way.
 	Now func() time.Time
 	// Source and Sink describe the job's source and sink in words (their

@@ -758,7 +758,7 @@ func (r *run) injectBarrier(pre *core.Chain, stamp, position, maxT, lastWM int64
 }
 
 // endOfInput is what the source stage does between its source's end and
-// the End marker when the job checkpoints on an interval: while the rings
+// the End marker when the job checkpoints: while the rings
 // from the splitter to the merger still hold batches (operators still
 // work, maybe for seconds), it injects the barriers that come due, so a
 // long drain is checkpointed too. Such a barrier records the end of the
