@@ -8,12 +8,16 @@
 # before buffer debloating and end-of-input barriers) and by this tree's,
 # alternating A B A B. The generator has a rate (far above what the job
 # reaches), which keeps the single source stage: source workers place
-# barriers at block starts (8,192 records, seconds here). Prints each run's records/s and checkpoint line
+# barriers at block starts (8,192 records, seconds here); WORKERS=1 in the
+# environment drops the rate, so that a source worker reads the generator's
+# blocks instead. Prints each run's records/s and checkpoint line
 # (completed, timed out, duration p50/p99/max: barrier injected → written).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-150000}"
 pairs="${2:-2}"
+genrate=", rate: 1000000"
+[ "${WORKERS:-0}" = 1 ] && genrate=""
 base="${3:-8026cf0}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -29,7 +33,7 @@ job() {
   cat <<YAML
 name: backpressure
 source:
-  generator: {seed: 3, count: $n, keys: 5000, distribution: uniform, step: 1ms, rate: 1000000}
+  generator: {seed: 3, count: $n, keys: 5000, distribution: uniform, step: 1ms$genrate}
 event_time: {field: ts}
 region:
   channels: 1
