@@ -237,17 +237,25 @@ func TestCheckpointsUnderBackpressureAndAfterEnd(t *testing.T) {
 
 // Debloating changes buffering, never blocks, batches or watermarks: with
 // a slow channel (backpressure) and a tiny buffer target the output is
-// byte-identical to a run without debloating, and to the expected one.
+// byte-identical to a run without debloating, and to the expected one,
+// with the single source stage and with two source workers (M×N rings).
 func TestDebloatingKeepsOutput(t *testing.T) {
 	recs := genRecords(30000, 400, 9)
 	want := expected(recs)
-	for _, target := range []time.Duration{-1, time.Millisecond} {
+	for _, tc := range []struct {
+		target  time.Duration
+		workers int
+	}{{-1, 0}, {time.Millisecond, 0}, {-1, 2}, {time.Millisecond, 2}} {
+		target := tc.target
 		sink := &memSink{}
 		job, err := windowJob(recs, 2, sink)
 		if err != nil {
 			t.Fatal(err)
 		}
 		job.Source = &sliceSource{recs: recs, rnd: rand.New(rand.NewPCG(3, 3))}
+		if tc.workers > 0 {
+			job.Source, job.SourceParallelism = newBlockSource(recs, 3), tc.workers
+		}
 		slow := core.OperatorDef{Name: "slow", Out: testSchema, New: func(env core.Env) (core.Operator, error) {
 			return slowChannel{slow: env.Channel == 0}, nil
 		}}
@@ -257,7 +265,7 @@ func TestDebloatingKeepsOutput(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(sink.lines, want) {
-			t.Fatalf("buffer target %s: output differs: %s", target, diffAt(sink.lines, want))
+			t.Fatalf("buffer target %s, %d source workers: output differs: %s", target, tc.workers, diffAt(sink.lines, want))
 		}
 	}
 }
