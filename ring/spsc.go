@@ -54,7 +54,10 @@ type SPSC[T any] struct {
 	// yield is how long a blocked side yields before it parks (see
 	// wait.go); set before the ring is shared.
 	yield time.Duration
-	_     [blockBytes - 24]byte
+	// limit is the effective capacity (SetLimit), in [1, mask+1]: the
+	// producer treats the ring as full when it holds limit values.
+	limit uint64
+	_     [blockBytes - 40]byte
 
 	// Consumer block: written by the consumer only.
 	head       atomic.Uint64 // next slot to take; the release
@@ -86,6 +89,7 @@ func New[T any](capacity int) (*SPSC[T], error) {
 		pwake: make(chan struct{}, 1),
 		cwake: make(chan struct{}, 1),
 		yield: yieldFor,
+		limit: uint64(c),
 	}, nil
 }
 
@@ -98,6 +102,21 @@ func (r *SPSC[T]) SetYield(d time.Duration) { r.yield = d }
 
 // Cap returns the capacity: the most values the ring holds at once.
 func (r *SPSC[T]) Cap() int { return len(r.buf) }
+
+// SetLimit sets the effective capacity: from now on the producer's pushes
+// treat the ring as full when it holds n values (n is clamped to [1,
+// Cap()]; New starts at Cap()). Lowering it below what the ring holds
+// drops nothing: pushes wait until the consumer has taken the ring below
+// n. It bounds the values in flight between two stages (buffer
+// debloating: core/runtime/debloat.go) at no cost to a push, which
+// compares with the limit instead of the capacity. Producer only.
+func (r *SPSC[T]) SetLimit(n int) {
+	r.limit = uint64(min(max(n, 1), len(r.buf)))
+}
+
+// Limit returns the effective capacity SetLimit set (Cap() by default).
+// Producer only.
+func (r *SPSC[T]) Limit() int { return int(r.limit) }
 
 // Len returns the number of values in the ring at some instant during the
 // call, in [0, Cap()]. Any goroutine may call it.
@@ -139,9 +158,9 @@ func (r *SPSC[T]) TryPush(v T) bool {
 		return false
 	}
 	t := r.tail.Load()
-	if t-r.headCache > r.mask { // full according to the cache
+	if t-r.headCache >= r.limit { // full according to the cache
 		r.headCache = r.head.Load()
-		if t-r.headCache > r.mask {
+		if t-r.headCache >= r.limit {
 			return false
 		}
 	}
@@ -163,15 +182,15 @@ func (r *SPSC[T]) TryPushN(vs []T) int {
 		return 0
 	}
 	t := r.tail.Load()
-	c := r.mask + 1
-	free := c - (t - r.headCache)
-	if free < uint64(len(vs)) {
+	c := r.limit
+	used := t - r.headCache
+	if used >= c || c-used < uint64(len(vs)) {
 		r.headCache = r.head.Load()
-		free = c - (t - r.headCache)
-		if free == 0 {
-			return 0
+		if used = t - r.headCache; used >= c {
+			return 0 // full (or above a lowered limit)
 		}
 	}
+	free := c - used
 	n := int(min(free, uint64(len(vs))))
 	i := int(t & r.mask)
 	k := copy(r.buf[i:], vs[:n])

@@ -348,3 +348,48 @@ func stress(t *testing.T, n uint64, batch int) {
 	}
 	runtime.Gosched()
 }
+
+// SetLimit bounds what the producer may push: TryPush and TryPushN stop at
+// the limit, a limit lowered below the fill drops nothing and takes effect
+// as the consumer drains, and raising it again gives the room back.
+func TestSetLimit(t *testing.T) {
+	r, err := New[int](16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Limit() != 16 {
+		t.Fatalf("default limit %d, want the capacity 16", r.Limit())
+	}
+	r.SetLimit(4)
+	n := 0
+	for r.TryPush(n) {
+		n++
+	}
+	if n != 4 {
+		t.Fatalf("pushed %d with limit 4", n)
+	}
+	r.SetLimit(2) // below the fill: nothing is dropped, nothing pushed
+	if r.TryPushN([]int{9, 9}) != 0 || r.TryPush(9) {
+		t.Fatal("pushed above a lowered limit")
+	}
+	for i := range 3 {
+		if v, ok := r.TryPop(); !ok || v != i {
+			t.Fatalf("pop %d: %d %v", i, v, ok)
+		}
+	}
+	// 1 held, limit 2: one more fits.
+	if got := r.TryPushN([]int{4, 5, 6}); got != 1 {
+		t.Fatalf("TryPushN under limit 2 with 1 held pushed %d, want 1", got)
+	}
+	r.SetLimit(100) // clamped to the capacity
+	if r.Limit() != 16 {
+		t.Fatalf("limit %d after SetLimit(100), want 16", r.Limit())
+	}
+	if got := r.TryPushN(make([]int, 20)); got != 14 {
+		t.Fatalf("TryPushN after raising the limit pushed %d, want 14", got)
+	}
+	r.SetLimit(0)
+	if r.Limit() != 1 {
+		t.Fatalf("limit %d after SetLimit(0), want 1", r.Limit())
+	}
+}

@@ -235,7 +235,7 @@ func (r *SPSC[T]) parkConsumer() {
 // may return spuriously.
 func (r *SPSC[T]) parkProducer() {
 	r.producerParked.Store(1)
-	if r.tail.Load()-r.head.Load() <= r.mask || r.state.Load() != 0 {
+	if r.tail.Load()-r.head.Load() < r.limit || r.state.Load() != 0 {
 		r.producerParked.Store(0)
 		return
 	}

@@ -83,6 +83,17 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if rs := s.Runtime.RingSize; rs < 0 || rs == 1 || rs&(rs-1) != 0 {
 		return nil, f.errAt("runtime.ring_size", "ring size must be a power of two ≥ 2, not %d", rs)
 	}
+	switch bt := s.Runtime.BufferTarget; bt {
+	case "":
+	case "off":
+		job.BufferTarget = -1
+	default:
+		d, err := time.ParseDuration(bt)
+		if err != nil || d <= 0 {
+			return nil, f.errAt("runtime.buffer_target", "%q is not a positive duration (e.g. 250ms, 1s) or off", bt)
+		}
+		job.BufferTarget = d
+	}
 	if job.Source, err = f.buildSource(errs, opt); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/core/runtime"
@@ -291,5 +292,34 @@ func TestRestoreCountBelowPosition(t *testing.T) {
 	j.Checkpoint.Store.Unlock()
 	if j.Checkpoint.Restore.Meta.ID != 2 || len(warnings) != 1 || !strings.Contains(warnings[0], "below the checkpoint's position 30") {
 		t.Fatalf("restored %d, warnings %q", j.Checkpoint.Restore.Meta.ID, warnings)
+	}
+}
+
+// runtime.buffer_target: empty is the default (0: chosen from the
+// checkpoint interval), off turns debloating off, a positive duration sets
+// it; anything else is refused with the key's line.
+func TestBufferTarget(t *testing.T) {
+	for raw, want := range map[string]time.Duration{"": 0, "off": -1, "250ms": 250 * time.Millisecond, "1s": time.Second} {
+		f, err := Parse("job.yaml", []byte("source:\n  generator: {count: 10}\nsink:\n  csv: {path: "+filepath.Join(t.TempDir(), "o.csv")+"}\nruntime:\n  buffer_target: \""+raw+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := f.Build(Options{Validate: true})
+		if err != nil {
+			t.Fatalf("buffer_target %q: %v", raw, err)
+		}
+		if job.BufferTarget != want {
+			t.Errorf("buffer_target %q: %s, want %s", raw, job.BufferTarget, want)
+		}
+		job.Source.Close()
+	}
+	for _, raw := range []string{"0s", "-1s", "fast"} {
+		f, err := Parse("job.yaml", []byte("source:\n  generator: {count: 10}\nsink:\n  csv: {path: o.csv}\nruntime:\n  buffer_target: \""+raw+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Build(Options{Validate: true}); err == nil || !strings.Contains(err.Error(), "job.yaml:6:") || !strings.Contains(err.Error(), "buffer_target") {
+			t.Errorf("buffer_target %q: %v", raw, err)
+		}
 	}
 }

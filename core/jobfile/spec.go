@@ -194,4 +194,7 @@ type RuntimeSpec struct {
 	// OutputWorkers is runtime.Job.OutputParallelism: 0 (the default)
 	// lets the engine choose, 1 … 256 sets it.
 	OutputWorkers int `yaml:"output_workers"`
+	// BufferTarget is runtime.Job.BufferTarget: a positive duration, "off",
+	// or "" (the default: a quarter of checkpoint.interval, at most 1 s).
+	BufferTarget string `yaml:"buffer_target"`
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"streamd/core"
 	"streamd/core/runtime"
@@ -112,4 +113,34 @@ func BenchmarkWindowProcess(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*in.Len), "ns/record")
+}
+
+// BenchmarkDebloat is BenchmarkKeyedRegion on 2 channels with buffer
+// debloating off and on (a 1 s target, much longer than the rings take to
+// drain here: the limits stay at the ring size, only the slow path
+// measures). The pair shows what debloating costs the hot path; the ratio
+// is in docs/PERFORMANCE.md.
+func BenchmarkDebloat(b *testing.B) {
+	tmpl, span := template(64, 200)
+	for _, target := range []time.Duration{-1, time.Second} {
+		name := "off"
+		if target > 0 {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			def, err := window.New(window.Spec{Name: "w", Key: []string{"k"}, Size: 60e9, Aggs: []window.Agg{
+				{Name: "n", Func: window.Count}, {Name: "s", Func: window.Sum, Field: "v"}, {Name: "m", Func: window.Max, Field: "v"}}}, testSchema)
+			if err != nil {
+				b.Fatal(err)
+			}
+			job := &runtime.Job{Source: &loopSource{tmpl: tmpl, n: b.N, span: span}, EventTime: runtime.EventTime{Field: "ts"},
+				Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: &sink.Discard{}, BufferTarget: target}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if _, err := runtime.Run(context.Background(), job); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*core.BatchSize), "ns/record")
+		})
+	}
 }

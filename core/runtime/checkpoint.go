@@ -37,7 +37,10 @@ type Checkpointing struct {
 	// Now, if set, is the clock Interval and Timeout are measured by
 	// (nil: time.Now). Tests script it, so that whether a barrier is due
 	// or a checkpoint timed out does not depend on the machine's load; it
-	// is called from the source stage and the coordinator goroutine.
+	// is called from the source stage (or workers, or channels at the end
+	// of the input) and the coordinator goroutine, and buffer debloating
+	// measures its consumers' throughput by it (debloat.go) from every
+	// stage that pushes to a ring: it must be safe for concurrent use.
 	// Checkpoint durations in the report are wall time either way.
 	Now func() time.Time
 	// Source and Sink describe the job's source and sink in words (their
@@ -98,6 +101,9 @@ type barrierInfo struct {
 	table    *kvstate.Table
 	channels int
 	started  time.Time
+	// tail, for a barrier source workers' channels place after the end of
+	// the input, is its index among those (exchange.endBarrier).
+	tail int
 }
 
 type ckptAck struct {
@@ -119,6 +125,7 @@ type checkpointer struct {
 	flight    atomic.Uint64 // the epoch in flight
 	flightAt  atomic.Int64  // when its barrier was injected, ns
 	committed atomic.Uint64 // newest complete checkpoint
+	started   atomic.Int64  // barriers injected
 	acks      chan ckptAck
 	done      chan struct{}
 
@@ -183,6 +190,12 @@ func (c *checkpointer) due() bool {
 	return c.cfg.Interval > 0 && c.now()-c.last.Load() >= int64(c.cfg.Interval)
 }
 
+// dueAtEnd says whether a barrier is due after the source's input ended:
+// on Interval only (EveryBatches counts source batches, and none come).
+func (c *checkpointer) dueAtEnd() bool {
+	return !c.inFlight.Load() && c.cfg.EveryBatches <= 0 && c.cfg.Interval > 0 && c.now()-c.last.Load() >= int64(c.cfg.Interval)
+}
+
 // now reads the clock Interval and Timeout are measured by, ns.
 func (c *checkpointer) now() int64 {
 	if c.cfg.Now != nil {
@@ -196,6 +209,7 @@ func (c *checkpointer) begin(e uint64) {
 	c.flight.Store(e)
 	c.flightAt.Store(c.now())
 	c.inFlight.Store(true)
+	c.started.Add(1)
 }
 
 func (c *checkpointer) end() {

@@ -85,6 +85,7 @@ type blockInput struct {
 	// times, for a union, is the per-input watermark state (inputtimes.go)
 	// that replaces prevMax; nil otherwise.
 	times *inputTimes
+	tail  int // end-of-input barriers delivered (endBarrier)
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
@@ -96,6 +97,9 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 		if in.b == in.blocks {
 			if in.ended {
 				return nil, ring.ErrClosed
+			}
+			if m, err := in.x.endBarrier(in); m != nil || err != nil {
+				return m, err
 			}
 			in.ended = true
 			end := core.NewMarker(core.End)
@@ -172,6 +176,84 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 	}
 }
 
+// tailRoom is how many barriers may follow the last block: barrier i
+// there has sequence number blocks<<blockSeqBits − tailRoom + i, after
+// every record and marker of the last block and before End.
+const tailRoom = 1 << 16
+
+// endBarrier is what channel in.channel does once it has read every block,
+// before it makes End, when the job checkpoints: it returns the next
+// barrier placed after the end of the input that it has not delivered
+// yet, or nil once none will be placed. Until then it waits (polling, up
+// to 5 ms apart), and whichever waiting channel finds a checkpoint due
+// places one (checkpointer.dueAtEnd) at block blocks — the position after
+// every record; a restore from it reads nothing. No more are placed once
+// every channel of the newest routing has read every block and the rings
+// to the merger are empty: what is left is the merger's and the sink's
+// work. It returns ctx's error when the run stops.
+func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
+	r := x.r
+	if r == nil || r.ck == nil {
+		return nil, nil
+	}
+	for wait := 50 * time.Microsecond; ; wait = min(2*wait, 5*time.Millisecond) {
+		x.mu.Lock()
+		x.atEnd[in.channel] = true
+		if in.tail < len(x.tail) {
+			bi := x.tail[in.tail]
+			in.tail++
+			x.mu.Unlock()
+			if in.channel == 0 {
+				bi.maxTime, bi.wm = in.prevMax, in.lastWM
+			}
+			m := core.NewMarker(core.Barrier)
+			m.Epoch, m.Stamp, m.Control = bi.epoch, time.Now().UnixNano(), bi
+			m.MarkSeq = uint64(in.blocks)<<blockSeqBits - tailRoom + uint64(bi.tail)
+			return m, nil
+		}
+		last := x.configs[len(x.configs)-1]
+		if !x.tailClosed && len(x.tail) < tailRoom-1 {
+			all := true
+			for c := range last.channels() {
+				all = all && x.atEnd[c]
+			}
+			if all && !ringsHold(r.mergerOuts) {
+				x.tailClosed = true
+			} else if r.ck.dueAtEnd() {
+				r.ck.epoch++
+				r.ck.begin(r.ck.epoch)
+				x.tail = append(x.tail, &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
+					started: time.Now(), table: last.table, channels: last.channels(), tail: len(x.tail)})
+				x.mu.Unlock()
+				continue
+			}
+		}
+		closed := x.tailClosed || len(x.tail) >= tailRoom-1
+		x.mu.Unlock()
+		if closed {
+			return nil, nil
+		}
+		if err := in.ctx.Err(); err != nil {
+			return nil, err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// ringsHold says whether one of rgs holds batches (false once one is
+// cancelled: the run stops).
+func ringsHold(outs []*ring.SPSC[*core.Batch]) bool {
+	for _, rg := range outs {
+		if rg.Canceled() {
+			return false
+		}
+		if rg.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Cancel cancels channel c's rings from every worker of the newest
 // routing (the others are cancelled with the run's).
 func (in *blockInput) Cancel() {
@@ -224,6 +306,15 @@ type exchange struct {
 	started    atomic.Int64
 	routes     atomic.Pointer[[]*routing]  // configs, for the channels
 	splitters  atomic.Pointer[[]*splitter] // every worker's, for reports
+
+	// Barriers after the end of the input (endBarrier), under mu: r is
+	// the run; tail the barriers placed at the end, which every channel
+	// delivers before End; atEnd the channels that have read every block;
+	// tailClosed once no more will be placed.
+	r          *run
+	tail       []*barrierInfo
+	atEnd      map[int]bool
+	tailClosed bool
 
 	// Dead letters: each worker's pre-region operators and block reads
 	// report bad records to its own deferred policy (srcWorker.errs); its
@@ -321,6 +412,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
 	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
 	x.turn = sync.NewCond(&x.lettersMu)
+	x.r, x.atEnd = r, map[int]bool{}
 	x.started.Store(int64(r.startBlock) - 1)
 	r.x = x
 	r.splitIn = splitIn
@@ -363,6 +455,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
+	sp.db = r.newDebloater()
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
 	}

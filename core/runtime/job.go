@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"streamd/core"
 )
@@ -47,6 +48,15 @@ type Job struct {
 	OutputParallelism int
 	// RingSize is the capacity of every ring, in batches (default 64).
 	RingSize int
+	// BufferTarget bounds the data in flight between stages by time
+	// (buffer debloating, debloat.go): under backpressure each ring's
+	// effective capacity follows its consumer's measured throughput so
+	// that draining it takes about BufferTarget, within [debloatMin,
+	// RingSize] batches. 0 chooses: a quarter of the checkpoint interval,
+	// at most 1 s, when the job checkpoints on an interval, else off. < 0:
+	// off (every ring holds RingSize). It changes buffering only, never
+	// blocks, batches or watermarks: the output does not depend on it.
+	BufferTarget time.Duration
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
 	Placer Placer
 	Log    *slog.Logger

@@ -39,10 +39,14 @@ type Report struct {
 	Rebalance *RebalanceReport
 	// Checkpoints completed, their duration (barrier injected → written)
 	// and the data-path pause of a channel's snapshot at the barrier.
+	// CheckpointsStarted counts the barriers injected (those completed,
+	// timed out, failed, and the one in flight).
+	CheckpointsStarted           int64
 	Checkpoints                  int64
 	CheckpointTimeouts           int64
 	CheckpointFailures           int64
 	CheckpointP50, CheckpointP99 time.Duration
+	CheckpointMax                time.Duration
 	SnapshotPauseP99             time.Duration
 	// CopyOnWriteStalls counts the data-path stalls after a barrier: a
 	// channel about to change a key group that the background had not yet
@@ -167,7 +171,8 @@ func (r *run) report(wall time.Duration) *Report {
 		c.mu.Lock()
 		rep.Checkpoints, rep.CheckpointTimeouts, rep.CheckpointFailures = c.completed, c.timeouts, c.failures
 		c.mu.Unlock()
-		rep.CheckpointP50, rep.CheckpointP99, _ = c.durations.percentiles()
+		rep.CheckpointsStarted = c.started.Load()
+		rep.CheckpointP50, rep.CheckpointP99, rep.CheckpointMax = c.durations.percentiles()
 		_, rep.SnapshotPauseP99, _ = c.pauses.percentiles()
 		rep.CopyOnWriteStalls = c.stalls.count()
 		_, rep.StallP99, rep.StallMax = c.stalls.percentiles()

@@ -483,6 +483,7 @@ func (r *run) build() error {
 			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.tableNow.Store(r.splitter.table)
 			r.splitter.cpu = r.srcCPU
+			r.splitter.db = r.newDebloater()
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
 			if err := r.buildScaler(); err != nil {
@@ -612,7 +613,13 @@ func (r *run) launch() error {
 				return err
 			}
 		}
-		r.mergerOuts = outs
+		if r.x != nil {
+			r.x.mu.Lock() // channels at the end of the input read it (endBarrier)
+			r.mergerOuts = outs
+			r.x.mu.Unlock()
+		} else {
+			r.mergerOuts = outs
+		}
 		r.wg.Add(1)
 		mcpu := r.newStageCPU("merger", 0)
 		r.placer.Start("merger", 0, func() {
@@ -765,23 +772,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 			}
 		}
 		barrier := func() error {
-			r.ck.epoch++
-			r.ck.begin(r.ck.epoch)
-			m := core.NewMarker(core.Barrier)
-			m.Epoch, m.Stamp = r.ck.epoch, stamp
-			info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
-			if times != nil {
-				info.maxTimes = times.String()
-			}
-			if rs, ok := replay.Source.(core.Resumer); ok {
-				var err error
-				if info.state, err = rs.ResumeState(); err != nil {
-					m.Release()
-					return err
-				}
-			}
-			m.Control = info
-			return pre.Push(m)
+			return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times)
 		}
 		if r.ck != nil && r.ck.due() {
 			if err = barrier(); err != nil {
@@ -813,6 +804,9 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		}
 	}
 	if errors.Is(err, io.EOF) {
+		err = r.endOfInput(ctx, pre, replay, maxT, lastWM, times)
+	}
+	if err == nil {
 		end := core.NewMarker(core.End)
 		end.Stamp = time.Now().UnixNano()
 		err = pre.Push(end)
@@ -826,6 +820,64 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		r.fail(err)
 		r.cancelRings()
 	}
+}
+
+// injectBarrier starts the next checkpoint: a barrier after every record
+// the source stage has pushed, recording the replay position (records
+// read) and the watermark generator's state.
+func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes) error {
+	r.ck.epoch++
+	r.ck.begin(r.ck.epoch)
+	m := core.NewMarker(core.Barrier)
+	m.Epoch, m.Stamp = r.ck.epoch, stamp
+	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+	if times != nil {
+		info.maxTimes = times.String()
+	}
+	if rs, ok := replay.Source.(core.Resumer); ok {
+		var err error
+		if info.state, err = rs.ResumeState(); err != nil {
+			m.Release()
+			return err
+		}
+	}
+	m.Control = info
+	return pre.Push(m)
+}
+
+// endOfInput is what the source stage does between its source's end and
+// the End marker when the job checkpoints: while the rings
+// from the splitter to the merger still hold batches (operators still
+// work, maybe for seconds), it injects the barriers that come due, so a
+// long drain is checkpointed too. Such a barrier records the end of the
+// input (position: every record read); a restore from it reads nothing
+// and resumes with the restored state, the watermark and End. End goes
+// once those rings are empty (or cancelled): what is left then is the
+// batch each channel holds and the merger's and the sink's work, which a
+// barrier after End could not cover anyway. It returns ctx's error if the
+// run stops, or the push's.
+func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Replayable, maxT, lastWM int64, times *inputTimes) error {
+	if r.ck == nil || r.splitter == nil {
+		return nil
+	}
+	for wait := 50 * time.Microsecond; r.draining(); wait = min(2*wait, 5*time.Millisecond) {
+		if r.ck.dueAtEnd() {
+			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times); err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(wait)
+	}
+	return nil
+}
+
+// draining says whether a ring from the splitter to the channels or from
+// the channels to the merger still holds batches (source stage only).
+func (r *run) draining() bool {
+	return ringsHold(r.splitter.rings) || ringsHold(r.mergerOuts)
 }
 
 // admit is what a source stage or worker does with each batch its source
@@ -990,10 +1042,17 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 	var pending *core.Batch
 	var progress, cur uint64 // cur: the last sequence number of the batch being processed
 	idle := 0
+	db := r.newDebloater() // out's effective capacity (debloat.go)
 	send := func(b *core.Batch) error {
 		r.letters.add(errs, max(progress, cur))
 		b.Channel = c
-		if _, err := sc.push(out, b); err != nil {
+		var err error
+		if db != nil {
+			_, err = db.push(sc, 0, out, b)
+		} else {
+			_, err = sc.push(out, b)
+		}
+		if err != nil {
 			b.Release()
 			return err
 		}

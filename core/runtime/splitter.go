@@ -47,6 +47,8 @@ type splitter struct {
 	lastWM int64
 	// cpu is the source stage's CPU account (waiting on full rings).
 	cpu *stageCPU
+	// db, if not nil, sets the rings' effective capacity (debloat.go).
+	db *debloater
 	// errs, for a source worker, is its deferred error policy: what it
 	// holds is handed to letters (the merger's queue) before the splitter
 	// pushes anything after it (nil for the single source stage, whose
@@ -77,7 +79,13 @@ func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, ma
 }
 
 func (s *splitter) push(c int, b *core.Batch) error {
-	ns, err := s.cpu.push(s.rings[c], b)
+	var ns int64
+	var err error
+	if s.db != nil {
+		ns, err = s.db.push(s.cpu, c, s.rings[c], b)
+	} else {
+		ns, err = s.cpu.push(s.rings[c], b)
+	}
 	if ns > 0 {
 		s.blocked[c].Add(ns)
 	}
@@ -96,6 +104,9 @@ func (s *splitter) use(rings []*ring.SPSC[*core.Batch], table *kvstate.Table) {
 	n := len(rings)
 	s.rings, s.table = rings, table
 	s.tableNow.Store(table)
+	if s.db != nil {
+		s.db.reset()
+	}
 	if len(s.parts) != n {
 		s.parts = make([]*core.Batch, n)
 		s.idle = make([]int, n)

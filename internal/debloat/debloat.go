@@ -1,0 +1,85 @@
+// Package debloat bounds the data in flight between two stages by time
+// (buffer debloating, after Flink's FLIP-183): a ring's effective capacity
+// follows the measured throughput of its consumer, so that draining a
+// full ring takes about a target time. A checkpoint barrier queued behind
+// the data then waits about that long per ring, whatever the ring size and
+// however slow the consumer.
+//
+// Controller is a pure function of what its caller observes (a time, the
+// consumer's count of values taken, the time the producer spent blocked):
+// no clock, no goroutine. The runtime feeds it on its producers' slow path
+// only (a push that found the ring at its limit), so the hot path pays
+// nothing while there is no backpressure.
+package debloat
+
+import "math"
+
+// Controller is one ring's effective capacity, in slots (values the ring
+// holds), driven by its producer. The zero value is not usable: set
+// Target, Min and Max, then call Observe after every push that waited.
+//
+// Each measurement window (at least Window ns, default Target) ends with a
+// decision:
+//   - backpressure (the producer was blocked for at least 1/8 of the
+//     window): the consumer had input all along, so what it took over the
+//     window is its throughput; the limit becomes throughput × Target,
+//     rounded up, within [Min, Max];
+//   - otherwise the limit doubles (up to Max): the consumer keeps up, and a
+//     tight limit would only turn bursts into blocking.
+//
+// Only the producer calls it; it is not safe for concurrent use.
+type Controller struct {
+	// Target is the time a full ring should take to drain, ns (> 0).
+	Target int64
+	// Min and Max bound the limit, in slots (1 ≤ Min ≤ Max; Max is the
+	// ring's capacity).
+	Min, Max int
+	// Window is the shortest measurement window, ns (0: Target).
+	Window int64
+
+	started bool
+	t0      int64  // the window's start, ns
+	popped0 uint64 // the consumer's count at t0
+	blocked int64  // ns the producer was blocked in the window
+	limit   int
+}
+
+// Observe takes, after a push that waited: now (ns, the caller's clock),
+// popped (the consumer's total count of values taken from the ring) and
+// blockedNs (how long that push waited, ns, on the same clock). It returns
+// the ring's effective capacity from now on, in [Min, Max].
+func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
+	if !c.started {
+		// The push that found the ring full opens the first window; its
+		// own wait began before it.
+		c.started, c.t0, c.popped0, c.limit = true, now-blockedNs, popped-0, c.Max
+	}
+	c.blocked += blockedNs
+	span := now - c.t0
+	w := c.Window
+	if w <= 0 {
+		w = c.Target
+	}
+	if span < w {
+		return c.Limit()
+	}
+	if c.blocked*8 >= span {
+		taken := popped - c.popped0
+		// taken/span slots per ns × Target ns, rounded up.
+		c.limit = int(math.Ceil(float64(taken) * float64(c.Target) / float64(span)))
+	} else {
+		c.limit *= 2
+	}
+	c.limit = min(max(c.limit, c.Min), c.Max)
+	c.t0, c.popped0, c.blocked = now, popped, 0
+	return c.limit
+}
+
+// Limit is the effective capacity decided last (Max before the first
+// decision).
+func (c *Controller) Limit() int {
+	if c.limit == 0 {
+		return c.Max
+	}
+	return c.limit
+}

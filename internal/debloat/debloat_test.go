@@ -1,0 +1,88 @@
+package debloat
+
+import (
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+// The limit for given consumer rates: a scripted producer that is blocked
+// all the time (sustained backpressure) observes a consumer taking rate
+// slots per second; the limit settles at rate × Target within [Min, Max].
+func TestLimitFollowsRate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rate   int64 // slots per second the consumer takes
+		target time.Duration
+		want   int
+	}{
+		{"slow consumer: the minimum", 2, 500 * time.Millisecond, 4},
+		{"10/s, 1 s target", 10, time.Second, 10},
+		{"40/s, 250 ms target", 40, 250 * time.Millisecond, 10},
+		{"33/s, 100 ms target rounds up", 33, 100 * time.Millisecond, 4},
+		{"100/s, 200 ms target", 100, 200 * time.Millisecond, 20},
+		{"fast consumer: the ring size", 10_000, time.Second, 64},
+	} {
+		c := &Controller{Target: int64(tc.target), Min: 4, Max: 64}
+		now, popped := int64(0), uint64(0)
+		got := 0
+		// Pushes that each waited 10 ms, the consumer taking rate/s.
+		for range 500 {
+			now += 10 * ms
+			popped = uint64(now * tc.rate / int64(time.Second))
+			got = c.Observe(now, popped, 10*ms)
+		}
+		if got != tc.want {
+			t.Errorf("%s: limit %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Without backpressure (the producer rarely waits) the limit doubles
+// window by window back to Max; a window too short decides nothing.
+func TestLimitRelaxes(t *testing.T) {
+	c := &Controller{Target: int64(time.Second), Min: 4, Max: 64}
+	now, popped := int64(0), uint64(0)
+	for range 300 { // 3 s blocked, consumer at 5/s: limit 5
+		now += 10 * ms
+		popped = uint64(now * 5 / int64(time.Second))
+		c.Observe(now, popped, 10*ms)
+	}
+	if c.Limit() != 5 {
+		t.Fatalf("limit %d under backpressure at 5/s, want 5", c.Limit())
+	}
+	// Now pushes wait 1 ms a second: no backpressure.
+	var got []int
+	for range 4 {
+		now += int64(time.Second)
+		popped += 1000
+		got = append(got, c.Observe(now, popped, ms))
+	}
+	want := []int{10, 20, 40, 64}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("limits without backpressure %v, want %v", got, want)
+		}
+	}
+	// Half a window: no decision.
+	if l := c.Observe(now+int64(time.Second)/2, popped+1, 100*ms); l != 64 {
+		t.Fatalf("limit %d after half a window, want 64", l)
+	}
+}
+
+// The window is at least Window ns: a burst of observations inside one
+// window decides nothing, the first past it decides from the whole window.
+func TestWindow(t *testing.T) {
+	c := &Controller{Target: int64(time.Second), Min: 2, Max: 128, Window: 2 * int64(time.Second)}
+	if l := c.Observe(100*ms, 0, 100*ms); l != 128 {
+		t.Fatalf("first observation: limit %d, want Max", l)
+	}
+	if l := c.Observe(1900*ms, 30, 1800*ms); l != 128 {
+		t.Fatalf("inside the window: limit %d, want Max", l)
+	}
+	// Window [0, 2 s]: 60 taken, blocked all along: 30/s × 1 s.
+	if l := c.Observe(2000*ms, 60, 100*ms); l != 30 {
+		t.Fatalf("after the window: limit %d, want 30", l)
+	}
+}
