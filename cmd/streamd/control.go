@@ -253,7 +253,7 @@ func (s *controlServer) update(w http.ResponseWriter, req *http.Request, l runti
 		replyErr(w, code, "update %s: %v", name, err)
 		return
 	}
-	out, err := l.Update(req.Context(), name, def, "api")
+	out, err := l.Update(req.Context(), name, def, string(body), "api")
 	s.done(w, out, err)
 }
 

@@ -296,6 +296,7 @@ func TestControlAddrNeedsToken(t *testing.T) {
 // TestStopSavepointRestore stops a running job (the real binary) with
 // stop --savepoint, checks the exit code (3) and that --restore latest
 // then finishes it with the output of an uninterrupted run.
+// The update made before the savepoint is in force after the restore.
 func TestStopSavepointRestore(t *testing.T) {
 	dir := t.TempDir()
 	ck := "checkpoint:\n  dir: " + filepath.Join(dir, "ck") + "\n  interval: 1h\n"
@@ -323,6 +324,12 @@ func TestStopSavepointRestore(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("no control endpoint: %s", log.String())
 	}
+	// A change of logic before the savepoint: the restored run must keep
+	// it (the checkpoint records it), not go back to the job file's.
+	code, u := post(t, addr, "", "update", "operator=keep", "filter: value < 300")
+	if code != http.StatusOK || u.Outcome == nil {
+		t.Fatalf("update: %d %s", code, u.Error)
+	}
 	code, r := post(t, addr, "", "stop", "", `{"savepoint": true}`)
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
@@ -338,13 +345,13 @@ func TestStopSavepointRestore(t *testing.T) {
 		t.Fatalf("restored run: exit %d: %s", code, stderr)
 	}
 	ref := filepath.Join(dir, "ref.yaml")
-	writeTestFile(t, ref, controlJob(dir, "ref", "    count: 120000", "value < 900", "value % 7", ""))
+	writeTestFile(t, ref, controlJob(dir, "ref", "    count: 120000", piecewise("value < 900", []int64{u.Outcome.Position}, []string{"value < 300"}), "value % 7", ""))
 	if code, _, stderr := cli(t, "run", ref, "--quiet"); code != 0 {
 		t.Fatalf("reference run: exit %d: %s", code, stderr)
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "live.csv"))
 	want, _ := os.ReadFile(filepath.Join(dir, "ref.csv"))
 	if len(want) == 0 || !bytes.Equal(got, want) {
-		t.Fatalf("stopped at epoch %d and restored: output differs from an uninterrupted run (%d vs %d bytes)", r.Outcome.Epoch, len(got), len(want))
+		t.Fatalf("updated at %d, stopped at epoch %d and restored: output differs from an uninterrupted run with the update (%d vs %d bytes)", u.Outcome.Position, r.Outcome.Epoch, len(got), len(want))
 	}
 }

@@ -187,6 +187,9 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 	if job.Checkpoint, err = f.buildCheckpoint(opt, job.Sink, job.Region); err != nil {
 		return nil, err
 	}
+	if err := f.applyRestoredUpdates(job); err != nil {
+		return nil, err
+	}
 	if s.DeadLetterPath != "" {
 		// The dead-letter file's directory is created with the sink's.
 		job.Sink = withMkdir(job.Sink, filepath.Dir(f.path(s.DeadLetterPath)), "dead-letter directory")

@@ -127,3 +127,46 @@ func (g *File) decodeInto(v any) (err error) {
 	}
 	return nil
 }
+
+// applyRestoredUpdates builds again the changes of logic the checkpoint a
+// job restores from recorded (runtime.UpdatesExtra: the control plane's
+// updates in force at its barrier) and puts them in place of the job
+// file's definitions, so that the restored run goes on with the logic the
+// crashed or stopped one had. A recorded update that no longer builds
+// against this job file is an error naming it.
+func (f *File) applyRestoredUpdates(job *runtime.Job) error {
+	if job.Checkpoint == nil || job.Checkpoint.Restore == nil {
+		return nil
+	}
+	us, err := runtime.RestoredUpdates(&job.Checkpoint.Restore.Meta)
+	if err != nil {
+		return err
+	}
+	for _, u := range us {
+		def, err := f.BuildUpdate(job, u.Operator, []byte(u.Body), "checkpoint update of "+u.Operator)
+		if err != nil {
+			return fmt.Errorf("the checkpoint to restore was taken after an update of %s that this job file cannot take again: %w", u.Operator, err)
+		}
+		replaced := false
+		for _, defs := range [][]core.OperatorDef{job.Pre, regionOps(job), job.Post} {
+			for i := range defs {
+				if defs[i].Name == u.Operator {
+					def.Name = defs[i].Name
+					defs[i] = def
+					replaced = true
+				}
+			}
+		}
+		if !replaced {
+			return fmt.Errorf("the checkpoint to restore was taken after an update of %s, which this job does not have", u.Operator)
+		}
+	}
+	return nil
+}
+
+func regionOps(job *runtime.Job) []core.OperatorDef {
+	if job.Region == nil {
+		return nil
+	}
+	return job.Region.Ops
+}

@@ -95,6 +95,9 @@ type barrierInfo struct {
 	// (inputTimes.String); "" otherwise.
 	maxTimes string
 	wm       int64
+	// updates is the changes of logic in force at the barrier (JSON
+	// []UpdateRecord; "" when none), recorded as metadata extra "updates".
+	updates string
 	// state is a core.Resumer source's ResumeState at the barrier ("" for
 	// other sources), recorded as metadata extra "source_state".
 	state    string
@@ -318,6 +321,9 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	}
 	if info.state != "" {
 		extra["source_state"] = info.state
+	}
+	if info.updates != "" {
+		extra[UpdatesExtra] = info.updates
 	}
 	return w.Commit(snapshot.Metadata{
 		Sources: sources, Owners: owners,

@@ -349,6 +349,7 @@ func (r *run) placeControl(next int) (bool, error) {
 			r.ck.begin(r.ck.epoch)
 			x.pending = next
 			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+			x.pendingInfo.updates = r.updatesText
 			r.answer(q, Outcome{Epoch: r.ck.epoch, Seq: uint64(next) << blockSeqBits, Position: pos}, wait, nil)
 			later = append(later, qs[i+1:]...)
 			return true, nil

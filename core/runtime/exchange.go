@@ -223,7 +223,7 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 				r.ck.epoch++
 				r.ck.begin(r.ck.epoch)
 				x.tail = append(x.tail, &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
-					started: time.Now(), table: last.table, channels: last.channels(), tail: len(x.tail)})
+					started: time.Now(), table: last.table, channels: last.channels(), tail: len(x.tail), updates: r.updatesText})
 				x.mu.Unlock()
 				continue
 			}
@@ -661,6 +661,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 			r.ck.begin(r.ck.epoch)
 			x.pending = next
 			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
+			x.pendingInfo.updates = r.updatesText
 		default:
 			placed := false
 			if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)

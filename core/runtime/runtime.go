@@ -42,15 +42,20 @@ type run struct {
 	errMu sync.Mutex
 	err   error
 
-	ctx               context.Context
-	pre, post         *instSet
-	splitter          *splitter
-	bell              *doorbell
-	chanStats         []ChannelStats // one per channel index up to maxChannels
-	regionOut         *core.Schema
-	regionCounters    []*core.Counters
-	letters           letterQueue        // the channels' dead letters, for the merger (letters.go)
-	failures          failures           // operator failures in channels, decided in input order (failure.go)
+	ctx            context.Context
+	pre, post      *instSet
+	splitter       *splitter
+	bell           *doorbell
+	chanStats      []ChannelStats // one per channel index up to maxChannels
+	regionOut      *core.Schema
+	regionCounters []*core.Counters
+	letters        letterQueue // the channels' dead letters, for the merger (letters.go)
+	failures       failures    // operator failures in channels, decided in input order (failure.go)
+	// updateLog is the changes of logic placed so far (the restored
+	// checkpoint's first), updatesText its JSON, which every barrier
+	// placed after them records (routing goroutine; update.go).
+	updateLog         []UpdateRecord
+	updatesText       string
 	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial (routing goroutine; updates replace it, update.go)
 	regionDefs        []core.OperatorDef // chanOps as built, for reports
 	preDefs           []core.OperatorDef // the pre-region operators source workers added later start with (update.go), then the region's local step (core.OperatorDef.Local) if any
@@ -371,6 +376,13 @@ func (r *run) build() error {
 	r.procCPU0 = sched.ProcessCPU()
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	r.preDefs = job.Pre
+	if r.restore != nil {
+		r.updatesText = r.restore.Meta.Extra[UpdatesExtra]
+		var err error
+		if r.updateLog, err = RestoredUpdates(&r.restore.Meta); err != nil {
+			return err
+		}
+	}
 	if reg := job.Region; reg != nil && len(reg.Key) > 0 && len(reg.Ops) > 0 && reg.Ops[0].Local != nil {
 		// The region's local step (local-global aggregation) runs last
 		// before the splitter, in the source stage or every source worker.
@@ -831,6 +843,7 @@ func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayabl
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp = r.ck.epoch, stamp
 	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+	info.updates = r.updatesText
 	if times != nil {
 		info.maxTimes = times.String()
 	}

@@ -2,10 +2,12 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
 	"streamd/core"
+	"streamd/snapshot"
 )
 
 // Change of logic (docs/ARCHITECTURE.md, "Control plane"): Live.Update
@@ -50,6 +52,10 @@ type update struct {
 	stage int
 	index int
 	def   core.OperatorDef
+	// body is the operator's new entry as the request gave it (job-file
+	// YAML or JSON), recorded by the checkpoints after the sync point so
+	// that a restore runs with the logic in force at its barrier.
+	body string
 	// seq is the sync point's sequence number (the Update marker's),
 	// position the input records before it (-1: unknown), block the
 	// block it was placed before (source workers).
@@ -71,13 +77,19 @@ func (u *update) outcome() Outcome {
 // unknown operator, an operator with keyed state (its state layout would
 // change), a definition whose output schema differs, a post-region
 // operator run by output workers, a job without a parallel region.
-func (l Live) Update(ctx context.Context, name string, def core.OperatorDef, reason string) (Outcome, error) {
+//
+// body is the new entry as written (the job loader's input to def): the
+// checkpoints taken after the sync point record it (metadata extra
+// "updates", see UpdatesExtra), and a restore from one of them builds the
+// operator from it again (jobfile), so the restored run keeps the logic.
+func (l Live) Update(ctx context.Context, name string, def core.OperatorDef, body, reason string) (Outcome, error) {
 	r := l.r
 	in := map[string]string{"operator": name}
 	u, err := r.locate(name, def)
 	if err != nil {
 		return l.refuse(KindUpdate, reason, in, err)
 	}
+	u.body = body
 	return l.request(ctx, &ctlRequest{kind: KindUpdate, upd: u, reason: reason, inputs: in})
 }
 
@@ -155,6 +167,11 @@ func sameSchema(a, b *core.Schema) bool {
 // instances are made once), copy on write (routing goroutine; x.mu held
 // with source workers). Job's lists stay as built: reports read them.
 func (r *run) commitUpdate(u *update) {
+	r.updateLog = append(slices.DeleteFunc(slices.Clone(r.updateLog), func(e UpdateRecord) bool { return e.Operator == u.name }),
+		UpdateRecord{Operator: u.name, Body: u.body})
+	if b, err := json.Marshal(r.updateLog); err == nil {
+		r.updatesText = string(b)
+	}
 	switch u.stage {
 	case stagePre:
 		r.preDefs = slices.Clone(r.preDefs)
@@ -187,4 +204,30 @@ func swapInstance(insts []instance, i int, def core.OperatorDef, env core.Env) e
 func updateOf(b *core.Batch) *update {
 	u, _ := b.Control.(*update)
 	return u
+}
+
+// UpdateRecord is one change of logic a checkpoint carries: the operator
+// and its entry as the update gave it. The latest per operator, in the
+// order they were placed.
+type UpdateRecord struct {
+	Operator string `json:"operator"`
+	Body     string `json:"body"`
+}
+
+// UpdatesExtra is the checkpoint metadata extra holding the updates in
+// force at its barrier (JSON []UpdateRecord; absent when none).
+const UpdatesExtra = "updates"
+
+// RestoredUpdates returns the updates a checkpoint recorded, which the job
+// loader builds again before a restored run starts.
+func RestoredUpdates(meta *snapshot.Metadata) ([]UpdateRecord, error) {
+	text := meta.Extra[UpdatesExtra]
+	if text == "" {
+		return nil, nil
+	}
+	var us []UpdateRecord
+	if err := json.Unmarshal([]byte(text), &us); err != nil {
+		return nil, fmt.Errorf("checkpoint's updates: %w", err)
+	}
+	return us, nil
 }
