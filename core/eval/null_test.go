@@ -84,3 +84,48 @@ func TestNullableFastPathAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per record without nulls, want 0", a)
 	}
 }
+
+// An expression may give null itself, over fields that are never null
+// (`d > 3 ? nil : d`, `x ?? nil`): it is Nullable, so a map field made of
+// it is nullable, and a nil result is core.Null, not an error. Without a
+// nil branch an expression over plain fields is not Nullable.
+func TestEvalReturnsNil(t *testing.T) {
+	for _, c := range []struct {
+		src      string
+		nullable bool
+	}{
+		{"d > 3 ? nil : d", true},
+		{"d > 3 ? d : (d > 1 ? nil : 0)", true},
+		{"v ?? nil", true},
+		{"d > 3 ? 1 : d", false},
+		{"d ?? 2", false},
+	} {
+		p, err := Compile(c.src, nullableSchema)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		if p.returnsNil != c.nullable {
+			t.Errorf("%s: may give nil %v, want %v", c.src, p.returnsNil, c.nullable)
+		}
+	}
+	p, err := Compile("d > 3 ? nil : d", nullableSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Nullable() || p.Type() != core.Int64 {
+		t.Fatalf("Nullable %v, type %s; want true, int64", p.Nullable(), p.Type())
+	}
+	for d, want := range map[int64]string{2: "2", 5: "NULL"} {
+		v, err := p.Eval([]core.Value{core.IntValue(1), core.StringValue("x"), core.IntValue(d)})
+		if err != nil {
+			t.Fatalf("d=%d: %v", d, err)
+		}
+		got := "NULL"
+		if !v.IsNull() {
+			got = string(core.AppendText(nil, core.Int64, v))
+		}
+		if got != want {
+			t.Errorf("d=%d: %s, want %s", d, got, want)
+		}
+	}
+}

@@ -45,6 +45,9 @@ type Program struct {
 	// the record); nil when it reads none, and then nothing checks for
 	// null. A record with a null in one of them is evaluated on the vm.
 	nullRefs []int
+	// returnsNil: the expression may give the nil literal itself (a ?:
+	// branch), a null result whatever the record (Nullable).
+	returnsNil bool
 	states   sync.Pool // *vmState: a reused env map and vm per goroutine
 }
 
@@ -95,6 +98,7 @@ func Compile(src string, s *core.Schema) (*Program, error) {
 	}
 	p := &Program{src: src, schema: s, typ: typ, vmProg: prog}
 	p.refs = fieldRefs(tree.Node, s)
+	p.returnsNil = mayReturnNil(tree.Node)
 	for _, r := range p.refs {
 		if r.nullable {
 			p.nullRefs = append(p.nullRefs, r.idx)
@@ -113,8 +117,22 @@ func Compile(src string, s *core.Schema) (*Program, error) {
 func (p *Program) Type() core.Type { return p.typ }
 
 // Nullable says the result may be core.Null: the expression reads a
-// Nullable field.
-func (p *Program) Nullable() bool { return p.nullRefs != nil }
+// Nullable field, or may itself give nil (`x > 3 ? nil : x`).
+func (p *Program) Nullable() bool { return p.nullRefs != nil || p.returnsNil }
+
+// mayReturnNil says whether n's result may be the nil literal: n is nil,
+// a ?: with a branch that may be, or a ?? whose right side may be.
+func mayReturnNil(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.NilNode:
+		return true
+	case *ast.ConditionalNode:
+		return mayReturnNil(n.Exp1) || mayReturnNil(n.Exp2)
+	case *ast.BinaryNode:
+		return n.Operator == "??" && mayReturnNil(n.Right)
+	}
+	return false
+}
 
 // hasNull says whether row holds a null in a field the expression reads.
 func (p *Program) hasNull(row []core.Value) bool {
@@ -276,7 +294,7 @@ func (p *Program) evalVM(row []core.Value) (core.Value, error) {
 		}
 		return core.Value{}, fromExpr(p.src, err)
 	}
-	if out == nil && null {
+	if out == nil && (null || p.returnsNil) {
 		return core.Null(), nil
 	}
 	v, ok := toValue(p.typ, out)
