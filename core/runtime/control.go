@@ -166,8 +166,9 @@ func (ct *control) putBack(qs []*ctlRequest) {
 	ct.mu.Unlock()
 }
 
-// record logs a reconfiguration (slog), counts it and keeps it.
-func (ct *control) record(e Reconfiguration) {
+// record logs a reconfiguration (slog), counts it and keeps it; it
+// returns e with its time set (now, if e had none).
+func (ct *control) record(e Reconfiguration) Reconfiguration {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
@@ -186,7 +187,7 @@ func (ct *control) record(e Reconfiguration) {
 	}
 	ct.logMu.Unlock()
 	if ct.log == nil {
-		return
+		return e
 	}
 	args := []any{"kind", e.Kind, "reason", e.Reason}
 	keys := slices.Sorted(maps.Keys(e.Inputs))
@@ -204,9 +205,10 @@ func (ct *control) record(e Reconfiguration) {
 	}
 	if e.Err != "" {
 		ct.log.Warn("reconfiguration refused", append(args, "err", e.Err)...)
-		return
+		return e
 	}
 	ct.log.Info("reconfiguration", args...)
+	return e
 }
 
 // noteDecision keeps the elastic controller's last decision for Plan.
@@ -225,7 +227,7 @@ func (r *run) answer(q *ctlRequest, out Outcome, wait <-chan error, err error) {
 	if err != nil {
 		out.Err = err.Error()
 	}
-	r.ctl.record(out)
+	out = r.ctl.record(out)
 	q.reply <- ctlReply{out: out, wait: wait, err: err}
 }
 
@@ -395,7 +397,7 @@ func (r *run) checkScale(n int) error {
 		lo = e.Config.MinChannels
 	}
 	if n < lo || n > r.maxChannels {
-		return refused("scale to %d channels: this region runs with %d to %d (region.elastic.min_channels, region.max_channels)", n, lo, r.maxChannels)
+		return refused("scale to %d channels: this region runs with %d to %d (region.elastic.min_channels and max_channels, or region.channels)", n, lo, r.maxChannels)
 	}
 	return nil
 }
@@ -452,7 +454,7 @@ func (l Live) Stop(ctx context.Context, savepoint bool, reason string) (Outcome,
 	r := l.r
 	if !savepoint {
 		out := Outcome{Kind: KindStop, Reason: reason, Position: -1}
-		r.ctl.record(out)
+		out = r.ctl.record(out)
 		r.cancel()
 		return out, nil
 	}
@@ -464,7 +466,7 @@ func (l Live) Stop(ctx context.Context, savepoint bool, reason string) (Outcome,
 		return out, err
 	}
 	out.Kind = KindStop
-	r.ctl.record(out)
+	out = r.ctl.record(out)
 	r.fail(&StoppedError{Epoch: out.Epoch})
 	r.cancelRings()
 	return out, nil
@@ -476,7 +478,7 @@ func (l Live) Stop(ctx context.Context, savepoint bool, reason string) (Outcome,
 func (l Live) PauseController(reason string) Outcome {
 	l.r.ctl.paused.Store(true)
 	out := Outcome{Kind: KindPause, Reason: reason, Position: -1}
-	l.r.ctl.record(out)
+	out = l.r.ctl.record(out)
 	return out
 }
 
@@ -485,7 +487,7 @@ func (l Live) PauseController(reason string) Outcome {
 func (l Live) ResumeController(reason string) Outcome {
 	l.r.ctl.paused.Store(false)
 	out := Outcome{Kind: KindResume, Reason: reason, Position: -1}
-	l.r.ctl.record(out)
+	out = l.r.ctl.record(out)
 	return out
 }
 
@@ -504,19 +506,19 @@ func (l Live) RebalanceNow(ctx context.Context, target float64, reason string) (
 	out := Outcome{Kind: KindRebalance, Reason: reason, Inputs: in, From: n, To: n, Position: -1}
 	if err != nil {
 		out.Err = err.Error()
-		l.r.ctl.record(out)
+		out = l.r.ctl.record(out)
 		return p, out, err
 	}
 	in["loads"], in["skew"] = fmt.Sprint(p.Loads), fmt.Sprintf("%.3f", p.Before)
 	in["planned_skew"], in["groups"], in["steps"] = fmt.Sprintf("%.3f", p.After), fmt.Sprint(p.Groups), fmt.Sprint(p.Steps)
-	l.r.ctl.record(out)
+	out = l.r.ctl.record(out)
 	return p, out, nil
 }
 
 // refuse logs and returns a request refused before it was queued.
 func (l Live) refuse(kind, reason string, inputs map[string]string, err error) (Outcome, error) {
 	out := Outcome{Kind: kind, Reason: reason, Inputs: inputs, Position: -1, Err: err.Error()}
-	l.r.ctl.record(out)
+	out = l.r.ctl.record(out)
 	return out, err
 }
 
