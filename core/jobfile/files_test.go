@@ -367,6 +367,8 @@ func TestManyFilesErrors(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "in", "b.csv"), "ts,key,v\n1,a,2\n")
 	os.MkdirAll(filepath.Join(dir, "in2"), 0o755)
 	writeFile(t, filepath.Join(dir, "in2", "a.csv"), "ts,k,v\n1,a,2\n")
+	os.MkdirAll(filepath.Join(dir, "out"), 0o755)
+	writeFile(t, filepath.Join(dir, "out", "o.csv"), "window_start,n\n1,2\n")
 	for _, tc := range []struct{ src, sink, want string }{
 		{"csv: {path: \"nothing/*.csv\"}", "discard: {}", "job.yaml:2:15: source.csv.path: pattern " + filepath.Join(dir, "nothing/*.csv") + ": no files match it"},
 		{"csv: {path: empty}", "discard: {}", "no files in it"},
@@ -377,6 +379,9 @@ func TestManyFilesErrors(t *testing.T) {
 		{"csv: {path: in2}", "csv: {path: in2/out.csv}", "sink.csv.path: " + filepath.Join(dir, "in2/out.csv") + " is among the files of the input in2"},
 		{"jsonl: {path: \"in2/*\", fields: {ts: int64}}", "csv: {path: in2/z.csv}", "is among the files of the input in2/*"},
 		{"jsonl: {path: \"in2/*\", fields: {ts: int64}}", "csv: {path: in2/a.csv}", "in2/a.csv is an input file"},
+		// An earlier run's output that the glob matches, whose header is
+		// not the input's: the sink's refusal, not a header error.
+		{"csv: {path: \"**/*.csv\", columns: {ts: int64, v: int64}}", "csv: {path: out/o.csv}", "job.yaml:4:15: sink.csv.path: " + filepath.Join(dir, "out/o.csv") + " is an input file"},
 	} {
 		err := buildText(t, dir, "source:\n  "+tc.src+"\nsink:\n  "+tc.sink+"\n", Options{Validate: true})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"streamd/core"
@@ -42,7 +43,42 @@ func (b *sourceBuild) inputFiles(p string) (*inputs, error) {
 	}
 	in.paths = paths
 	b.claimMany(in, p, full)
+	// The sink is built after the source, which opens its files now: an
+	// earlier run's output among them would fail on its header (or be
+	// read) before the sink's own check could name it. Check here.
+	if key, sp, dir, ok := b.f.sinkPath(); ok {
+		if err := b.f.checkNotClaimed(key, sp, dir, "the sink would overwrite it"); err != nil {
+			return nil, err
+		}
+	}
 	return in, nil
+}
+
+// sinkPath is the file (or, with parts, directory) the job's sink writes,
+// from the decoded spec, with its key; ok is false for sinks without a
+// path (stdout, discard) or none chosen yet.
+func (f *File) sinkPath() (key, path string, dir, ok bool) {
+	k, spec, chosen := sinkKinds.chosen(f.Spec.Sink.sinks)
+	if !chosen {
+		return "", "", false, false
+	}
+	v := reflect.ValueOf(spec)
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", "", false, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return "", "", false, false
+	}
+	pv := v.FieldByName("Path")
+	if !pv.IsValid() || pv.Kind() != reflect.String || pv.String() == "" {
+		return "", "", false, false
+	}
+	parts := v.FieldByName("Parts")
+	dir = parts.IsValid() && parts.Kind() == reflect.Pointer && !parts.IsNil()
+	return "sink." + k.name + ".path", f.path(pv.String()), dir, true
 }
 
 // inputFilesLive claims the files of a live input (follow, watch) against
