@@ -738,6 +738,15 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 	times := r.times
 	ahead := r.newAheadCheck()
 	var err error
+	// stamp is the current batch's entry time (the idle read's, for a live
+	// source that gave none), which a barrier injected after it carries.
+	var stamp int64
+	// barrier injects a checkpoint barrier after the current batch; made
+	// once (it reads the loop's variables when called), so that the loop
+	// allocates no closure per batch.
+	barrier := func() error {
+		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times)
+	}
 	for {
 		var b *core.Batch
 		b, err = r.job.Source.Next(ctx)
@@ -746,7 +755,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 			break
 		}
 		err = nil
-		stamp := time.Now().UnixNano()
+		stamp = time.Now().UnixNano()
 		if !idle {
 			var pos0 int64 // a union's block (core.Interleaved)
 			if times != nil && b.Len > 0 {
@@ -782,9 +791,6 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 					break
 				}
 			}
-		}
-		barrier := func() error {
-			return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times)
 		}
 		if r.ck != nil && r.ck.due() {
 			if err = barrier(); err != nil {
