@@ -48,7 +48,7 @@ type Program struct {
 	// returnsNil: the expression may give the nil literal itself (a ?:
 	// branch), a null result whatever the record (Nullable).
 	returnsNil bool
-	states   sync.Pool // *vmState: a reused env map and vm per goroutine
+	states     sync.Pool // *vmState: a reused env map and vm per goroutine
 }
 
 type ref struct {
