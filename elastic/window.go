@@ -41,11 +41,19 @@ type Window struct {
 // its current value as the delta. Observe copies what it keeps; the caller
 // may reuse c.Channels afterwards.
 func (w *Window) Observe(c Counters) (p Period, ok bool) {
+	ok = w.ObserveTo(c, &p)
+	return p, ok
+}
+
+// ObserveTo is Observe writing the Period into p, reusing the capacity of
+// p.Channels (the runtime's control loop allocates nothing per period). On
+// ok == false p is left as it was.
+func (w *Window) ObserveTo(c Counters, p *Period) (ok bool) {
 	prev := &w.prev
 	if w.have && len(prev.Channels) == len(c.Channels) && c.TimeNs > prev.TimeNs {
-		p = Period{
+		chans := p.Channels[:0]
+		*p = Period{
 			LengthNs:    c.TimeNs - prev.TimeNs,
-			Channels:    make([]ChannelStats, len(c.Channels)),
 			Arrived:     deltaU(prev.Arrived, c.Arrived),
 			Departed:    deltaU(prev.Departed, c.Departed),
 			Backlog:     c.Backlog,
@@ -53,13 +61,14 @@ func (w *Window) Observe(c Counters) (p Period, ok bool) {
 		}
 		for i, cur := range c.Channels {
 			old := prev.Channels[i]
-			p.Channels[i] = ChannelStats{
+			chans = append(chans, ChannelStats{
 				BlockedNs: deltaI(old.BlockedNs, cur.BlockedNs),
 				BusyNs:    deltaI(old.BusyNs, cur.BusyNs),
 				Records:   deltaU(old.Records, cur.Records),
 				CPUNs:     deltaI(old.CPUNs, cur.CPUNs),
-			}
+			})
 		}
+		p.Channels = chans
 		ok = true
 	}
 	w.prev = Counters{
@@ -70,7 +79,7 @@ func (w *Window) Observe(c Counters) (p Period, ok bool) {
 		Backlog:  c.Backlog,
 	}
 	w.have = true
-	return p, ok
+	return ok
 }
 
 // Reset forgets the baseline; the next Observe returns ok == false. Call it
