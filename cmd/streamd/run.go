@@ -81,7 +81,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&fl.restore, "restore", "", "resume from a checkpoint: latest (the newest valid one in checkpoint.dir) or a checkpoint directory")
 	cmd.Flags().StringVar(&fl.controlAddr, "control-addr", "", "serve the control endpoint (JSON over HTTP: streamd ctl, docs/CONTROL.md) on host:port; :port binds loopback; another address needs --control-token")
 	cmd.Flags().StringVar(&fl.controlToken, "control-token", "", "the token every control request must carry (Authorization: Bearer TOKEN); required for a non-loopback --control-addr")
-	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the elastic controller's timeline (CSV, one line per period) to this file, and a PNG plot of it beside (same name, .png)")
+	cmd.Flags().StringVar(&fl.elasticLog, "elastic-log", "", "write the region's reconfiguration timeline (CSV: a line per elastic controller period, channel change, rebalance plan and step) to this file, and a PNG plot of it beside (same name, .png)")
 	return cmd
 }
 
@@ -146,8 +146,9 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	case err != nil:
 		return usageErr(err)
 	}
-	if fl.elasticLog != "" && !hasController(job) {
-		say("--elastic-log: the job has no elastic controller (region.elastic with policy levels or ds2), so " + fl.elasticLog + " stays empty")
+	if fl.elasticLog != "" && !writesTimeline(job) {
+		say("--elastic-log: the job has no elastic controller (region.elastic with policy levels or ds2), random_every or region.rebalance, so " +
+			fl.elasticLog + " gets rows only for changes asked for through the control plane")
 	}
 	level := slog.LevelInfo
 	if fl.quiet {
@@ -339,14 +340,19 @@ func printCPU(w io.Writer, r *runtime.Report) {
 	}
 }
 
-// hasController says whether job's region has an elastic controller (the
-// level controller or DS2), which writes the --elastic-log timeline.
-func hasController(job *runtime.Job) bool {
-	if job.Region == nil || job.Region.Elastic == nil || job.Region.Elastic.Timeline == nil || job.Region.Schedule != nil {
+// writesTimeline says whether job's region changes itself, and so
+// writes rows into the --elastic-log timeline without being asked through
+// the control plane: an elastic controller (the level controller or DS2),
+// a random_every schedule or a rebalancer (region.rebalance).
+func writesTimeline(job *runtime.Job) bool {
+	reg := job.Region
+	if reg == nil || reg.Timeline == nil {
 		return false
 	}
-	p := job.Region.Elastic.Policy
-	return p != "" && p != "off"
+	if reg.Schedule != nil || (reg.Rebalance != nil && len(reg.Key) > 0) {
+		return true
+	}
+	return reg.Elastic != nil && reg.Elastic.Policy != "" && reg.Elastic.Policy != "off"
 }
 
 // byteSize writes n bytes as B, KiB, MiB or GiB.

@@ -39,7 +39,8 @@ type Options struct {
 	OutputWorkers int
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
-	// ElasticLog, if set, receives the elastic controller's timeline (CSV).
+	// ElasticLog, if set, receives the region's reconfiguration timeline
+	// (CSV: runtime.Region.Timeline).
 	ElasticLog io.Writer
 	// Restore is "" (start fresh), "latest" (the newest valid checkpoint
 	// in checkpoint.dir) or a checkpoint directory.
@@ -159,12 +160,13 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		if len(r.Ops) == 0 {
 			return nil, f.errAt("region", "a region needs ops")
 		}
-		if err := f.buildElastic(r.Elastic, reg, opt); err != nil {
+		if err := f.buildElastic(r.Elastic, reg); err != nil {
 			return nil, err
 		}
 		if err := f.buildRebalance(r.Rebalance, reg); err != nil {
 			return nil, err
 		}
+		reg.Timeline = opt.ElasticLog
 		if reg.Ops, schema, err = f.buildOps("region.ops", r.Ops, schema, errs, reg); err != nil {
 			return nil, err
 		}
@@ -814,7 +816,7 @@ func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
 
 // buildElastic configures live channel changes: a controller policy, or a
 // seeded random schedule (tests, demonstrations).
-func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) error {
+func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region) error {
 	if e == nil {
 		return nil
 	}
@@ -932,6 +934,6 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, opt Options) er
 	if policy == "" {
 		policy = "levels"
 	}
-	reg.Elastic = &runtime.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun, Timeline: opt.ElasticLog}
+	reg.Elastic = &runtime.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun}
 	return nil
 }

@@ -2,7 +2,7 @@ package runtime
 
 import "streamd/core"
 
-// regionLoad is what the elastic controller reads of the region's input
+// regionLoad is what a policy's snapshot (policy.go, read) takes of the region's input
 // once per period: arrived, the data records its splitters have taken to
 // route since the job started (pre-region operators applied; with source
 // workers, summed over every worker's splitter), and backlog, the records
@@ -15,9 +15,10 @@ import "streamd/core"
 // (splitter.routed) and the channels already count what they processed;
 // the difference is taken here. The channels' counts are read first: a
 // record is routed before it is processed, so the routed count read after
-// them is never smaller. The source's lag is read only with the single
-// source stage, on whose goroutine the controller runs (Lag's contract).
-func (r *run) regionLoad() (arrived, backlog uint64) {
+// them is never smaller. The source's lag is read only when lag is set:
+// by the single source stage itself (Lag's contract), where the region's
+// own controller takes its snapshots.
+func (r *run) regionLoad(lag bool) (arrived, backlog uint64) {
 	var processed uint64
 	for c := range r.chanStats {
 		processed += uint64(r.chanStats[c].Records.Load())
@@ -26,7 +27,7 @@ func (r *run) regionLoad() (arrived, backlog uint64) {
 		arrived += sp.routed.Load()
 	}
 	backlog = arrived - min(processed, arrived)
-	if r.x == nil {
+	if lag && r.x == nil {
 		if l := lagOf(r.job.Source); l != nil {
 			backlog += uint64(max(0, l.Lag()))
 		}

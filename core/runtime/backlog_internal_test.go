@@ -56,7 +56,7 @@ func (discardSink) Write(*core.Batch) error { return nil }
 func (discardSink) Close() error            { return nil }
 func (discardSink) Abort()                  {}
 
-// TestRegionLoad: the controller's counters carry the records that arrived
+// TestRegionLoad: a policy's snapshot carries the records that arrived
 // at the splitters (after a pre-region filter that drops half of them, not
 // the records read) and the backlog in front of the channel, while the one
 // channel holds its first batch: with the single source stage, the batch
@@ -94,16 +94,16 @@ func TestRegionLoad(t *testing.T) {
 				done <- err
 			}()
 			r := (<-live).r
-			var ctl controlled
+			var smp sample
 			// Wait (no time limit but the test's) until the splitters can
 			// route no more: the channel holds its first batch.
 			for {
-				if a, _ := r.regionLoad(); a >= c.wait {
+				if a, _ := r.regionLoad(r.x == nil); a >= c.wait {
 					break
 				}
 				time.Sleep(time.Millisecond)
 			}
-			got := ctl.snapshot(r, time.Now())
+			got := r.read(&smp, time.Now(), r.x == nil).counters
 			if got.Arrived != c.wait || got.Backlog != c.wait || got.Departed != 0 {
 				t.Errorf("channel held: arrived %d, backlog %d, departed %d; want %d, %d, 0 (records read: %d)",
 					got.Arrived, got.Backlog, got.Departed, c.wait, c.wait, r.recordsIn.Load())
@@ -112,7 +112,7 @@ func TestRegionLoad(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			got = ctl.snapshot(r, time.Now())
+			got = r.read(&smp, time.Now(), r.x == nil).counters
 			if all := uint64(c.count) / 2; got.Arrived != all || got.Backlog != 0 || got.Departed != all {
 				t.Errorf("done: arrived %d, backlog %d, departed %d; want %d, 0, %d (records read: %d)",
 					got.Arrived, got.Backlog, got.Departed, all, all, r.recordsIn.Load())
@@ -137,7 +137,7 @@ func TestTimelineExternalScale(t *testing.T) {
 	cfg := elastic.DefaultConfig()
 	cfg.PeriodNs, cfg.MaxChannels = int64(time.Hour), 2 // the controller itself decides nothing here
 	job := &Job{Name: "external", Source: src, Sink: discardSink{}, RingSize: 4, SourceParallelism: -1,
-		Region: &Region{Channels: 1, MaxChannels: 2, Key: []string{"key"}, Elastic: &Elastic{Policy: "levels", Config: cfg, Timeline: &timeline},
+		Region: &Region{Channels: 1, MaxChannels: 2, Key: []string{"key"}, Elastic: &Elastic{Policy: "levels", Config: cfg}, Timeline: &timeline,
 			Ops: []core.OperatorDef{{Name: "gate", Out: schema, New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}},
 		OnStart: func(l Live) { live <- l }}
 	done := make(chan error, 1)
@@ -170,11 +170,11 @@ func TestTimelineExternalScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(timeline.String()), "\n")
-	if len(rows) != 2 || !strings.HasSuffix(rows[0], ",target,backlog") {
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog,") {
 		t.Fatalf("timeline: want the header and one row, got:\n%s", timeline.String())
 	}
 	f := strings.Split(rows[1], ",")
-	if len(f) != 10 || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" {
-		t.Fatalf("timeline row %q: want channels 1, level -1, rule ctl:scale, applied true, target 2", rows[1])
+	if len(f) != len(timelineHeader) || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" || f[len(f)-1] != "api" {
+		t.Fatalf("timeline row %q: want channels 1, level -1, rule ctl:scale, applied true, target 2, reason api", rows[1])
 	}
 }

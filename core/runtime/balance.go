@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -50,10 +49,6 @@ type Rebalance struct {
 	Seed        uint64
 	// Now, if set, is the clock Period is measured by (tests).
 	Now func() time.Time
-	// Timeline, if set, receives one CSV line per plan: time, channels,
-	// skew before, planned skew after, target, key groups moved, state
-	// bytes moved, steps.
-	Timeline io.Writer
 }
 
 // RebalancePlan is what a rebalance decided (Live.Rebalance, the report).
@@ -167,6 +162,10 @@ type balancer struct {
 	last     time.Time
 	prev     map[*groupLoad][]uint64
 	steps    [][]kvstate.Move
+	// stepInfo is each queued step's row in the timeline: its state
+	// bytes (-1: not known) and what it belongs to.
+	stepInfo []stepInfo
+	timeline *timeline
 	rnd      *rand.Rand
 	batches  int64
 	// requests from Live.Rebalance; waiting ones are answered once loads
@@ -189,7 +188,13 @@ type balancer struct {
 
 type rebalanceRequest struct {
 	target float64
+	reason string // for the timeline ("": a plain Live.Rebalance)
 	reply  chan RebalancePlan
+}
+
+type stepInfo struct {
+	bytes  int64
+	reason string
 }
 
 func newBalancer(cfg *Rebalance, groups int, log *slog.Logger) *balancer {
@@ -206,9 +211,6 @@ func newBalancer(cfg *Rebalance, groups int, log *slog.Logger) *balancer {
 	}
 	if cfg.RandomEvery > 0 {
 		b.rnd = rand.New(rand.NewPCG(cfg.Seed, 0xba1a))
-	}
-	if cfg.Timeline != nil {
-		fmt.Fprintln(cfg.Timeline, "t_s,channels,skew_before,skew_after,target,groups,bytes,steps")
 	}
 	return b
 }
@@ -233,6 +235,7 @@ func (b *balancer) next(r *run, cur *kvstate.Table) *kvstate.Table {
 			b.batches++
 			if b.batches%int64(b.cfg.RandomEvery) == 0 && len(b.steps) == 0 {
 				b.steps = append(b.steps, b.randomStep(cur))
+				b.stepInfo = append(b.stepInfo, stepInfo{bytes: -1, reason: fmt.Sprintf("random_every: batch %d", b.batches)})
 			}
 		}
 	}
@@ -261,13 +264,14 @@ func (b *balancer) next(r *run, cur *kvstate.Table) *kvstate.Table {
 	if len(b.steps) == 0 {
 		return nil
 	}
-	step := b.steps[0]
-	b.steps = b.steps[1:]
+	step, info := b.steps[0], b.stepInfo[0]
+	b.steps, b.stepInfo = b.steps[1:], b.stepInfo[1:]
 	next, err := cur.Reassign(step)
 	if err != nil { // a plan made under another table: drop what is left
-		b.steps = nil
+		b.steps, b.stepInfo = nil, nil
 		return nil
 	}
+	b.timeline.step(now, cur.Channels(), len(step), info.bytes, info.reason)
 	b.mu.Lock()
 	b.stepsN++
 	b.moved += int64(len(step))
@@ -280,7 +284,11 @@ func (b *balancer) next(r *run, cur *kvstate.Table) *kvstate.Table {
 func (b *balancer) decide(cur *kvstate.Table, load []uint64, bytes []int64, per []uint64, now time.Time) {
 	owners := cur.Owners()
 	for _, q := range b.waiting {
-		p := b.plan(owners, cur.Channels(), load, bytes, per, q.target, now)
+		reason := q.reason
+		if reason == "" {
+			reason = "request"
+		}
+		p := b.plan(owners, cur.Channels(), load, bytes, per, q.target, now, reason)
 		q.reply <- p
 		if p.Groups > 0 {
 			owners = cur.Owners() // the steps queued are the newest plan's
@@ -288,7 +296,7 @@ func (b *balancer) decide(cur *kvstate.Table, load []uint64, bytes []int64, per 
 	}
 	b.waiting = b.waiting[:0]
 	if b.cfg.Auto && len(b.steps) == 0 && balance.Skew(per) > b.target(0) && (b.ctl == nil || !b.ctl.paused.Load()) {
-		p := b.plan(owners, cur.Channels(), load, bytes, per, 0, now)
+		p := b.plan(owners, cur.Channels(), load, bytes, per, 0, now, "")
 		if b.ctl != nil && p.Groups > 0 {
 			b.ctl.record(Reconfiguration{At: now, Kind: KindRebalance, Position: -1, From: cur.Channels(), To: cur.Channels(),
 				Reason: fmt.Sprintf("rebalancer: skew %.3f > target %.3f", p.Before, p.Target),
@@ -308,16 +316,28 @@ func (b *balancer) target(t float64) float64 {
 	return balance.DefaultTarget
 }
 
-// plan makes a plan and queues its steps (replacing any left).
-func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64, per []uint64, target float64, now time.Time) RebalancePlan {
+// plan makes a plan and queues its steps (replacing any left); reason
+// says who asked, for the timeline ("": the auto policy).
+func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64, per []uint64, target float64, now time.Time, reason string) RebalancePlan {
 	p := balance.Rebalance(owners, channels, load, bytes, b.target(target))
 	steps := balance.Steps(p.Moves, bytes, b.cost, b.maxPause)
 	out := RebalancePlan{Loads: per, Planned: p.Loads, Before: balance.Skew(per), After: p.After, Target: p.Target,
 		Groups: len(p.Moves), Bytes: p.Bytes, Steps: len(steps)}
+	if reason == "" {
+		reason = fmt.Sprintf("rebalancer: skew %.3f > target %.3f", out.Before, out.Target)
+	}
+	b.timeline.plan(now, channels, out, reason)
 	if len(p.Moves) == 0 {
 		return out
 	}
-	b.steps = steps
+	b.steps, b.stepInfo = steps, b.stepInfo[:0]
+	for k, st := range steps {
+		var sum int64
+		for _, m := range st {
+			sum += bytes[m.Group]
+		}
+		b.stepInfo = append(b.stepInfo, stepInfo{bytes: sum, reason: fmt.Sprintf("step %d/%d: %s", k+1, len(steps), reason)})
+	}
 	b.mu.Lock()
 	b.plans++
 	b.bytes += p.Bytes
@@ -327,9 +347,6 @@ func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64
 	b.mu.Unlock()
 	b.log.Info("rebalance", "t", now.Sub(b.start).Round(time.Millisecond), "loads", fmt.Sprint(per), "skew", fmt.Sprintf("%.3f", out.Before),
 		"planned", fmt.Sprintf("%.3f", out.After), "target", fmt.Sprintf("%.3f", out.Target), "groups", out.Groups, "bytes", out.Bytes, "steps", out.Steps)
-	if w := b.cfg.Timeline; w != nil {
-		fmt.Fprintf(w, "%.3f,%d,%.4f,%.4f,%.4f,%d,%d,%d\n", now.Sub(b.start).Seconds(), channels, out.Before, out.After, out.Target, out.Groups, out.Bytes, out.Steps)
-	}
 	return out
 }
 
@@ -450,11 +467,16 @@ func (r *run) rebalanceStep(table *kvstate.Table) error {
 // keyed or has no rebalancing configured (Region.Rebalance nil). Safe for
 // concurrent use: the entry point of a control plane.
 func (l Live) Rebalance(ctx context.Context, target float64) (RebalancePlan, error) {
+	return l.rebalance(ctx, target, "")
+}
+
+// rebalance is Rebalance with the reason the plan's timeline row gives.
+func (l Live) rebalance(ctx context.Context, target float64, reason string) (RebalancePlan, error) {
 	b := l.r.bal
 	if b == nil {
 		return RebalancePlan{}, ErrNoRebalance
 	}
-	q := rebalanceRequest{target: target, reply: make(chan RebalancePlan, 1)}
+	q := rebalanceRequest{target: target, reason: reason, reply: make(chan RebalancePlan, 1)}
 	select {
 	case b.requests <- q:
 	case <-ctx.Done():

@@ -108,8 +108,9 @@ type control struct {
 	mu     sync.Mutex
 	reqs   []*ctlRequest
 
-	// paused stops the elastic controller's and the rebalancer's own
-	// decisions (pause-controller); requests are still served.
+	// paused holds the job's policies (its own controller, RunPolicy's)
+	// and the rebalancer's auto plans (pause-controller); requests are
+	// still served.
 	paused atomic.Bool
 
 	logMu    sync.Mutex
@@ -128,6 +129,9 @@ type ctlRequest struct {
 	reason   string
 	inputs   map[string]string
 	reply    chan ctlReply // buffered: the server never blocks
+	// own: a scale the job's own controller decided, which its timeline
+	// row already shows (controller.go).
+	own bool
 }
 
 type ctlReply struct {
@@ -262,7 +266,7 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 				return pre, err
 			}
 			out.Seq = r.splitter.seq
-			r.resetController(from, q.channels)
+			r.scaled(q, from)
 			r.answer(q, out, nil, nil)
 		case KindCheckpoint:
 			if r.ck.inFlight.Load() {
@@ -336,7 +340,7 @@ func (r *run) placeControl(next int) (bool, error) {
 			err := r.placeChange(q.channels, next, nil)
 			out.Seq = uint64(next) << blockSeqBits
 			if err == nil {
-				r.resetController(from, q.channels)
+				r.scaled(q, from)
 			}
 			r.answer(q, out, nil, err)
 			later = append(later, qs[i+1:]...)
@@ -373,6 +377,15 @@ func (r *run) placeControl(next int) (bool, error) {
 	return false, nil
 }
 
+// minChannels is the fewest channels a scale may ask for: the elastic
+// controller's minimum, 1 without one.
+func (r *run) minChannels() int {
+	if reg := r.job.Region; reg != nil && reg.Elastic != nil && reg.Elastic.Config.MinChannels > 1 {
+		return reg.Elastic.Config.MinChannels
+	}
+	return 1
+}
+
 // knowsPositions says whether the source workers' source can say how
 // many records come before a block (core.BlockStarts).
 func (r *run) knowsPositions() bool {
@@ -392,23 +405,19 @@ func (r *run) position() int64 {
 // the elastic controller's minimum (1 without one) or above the region's
 // maximum.
 func (r *run) checkScale(n int) error {
-	lo := 1
-	if e := r.job.Region.Elastic; e != nil && e.Config.MinChannels > 1 {
-		lo = e.Config.MinChannels
-	}
+	lo := r.minChannels()
 	if n < lo || n > r.maxChannels {
 		return refused("scale to %d channels: this region runs with %d to %d (region.elastic.min_channels and max_channels, or region.channels)", n, lo, r.maxChannels)
 	}
 	return nil
 }
 
-// resetController starts the elastic controller's window afresh after a
-// change it did not make (from to to channels, asked for by the control
-// plane), and writes the change into its timeline (--elastic-log).
-func (r *run) resetController(from, to int) {
-	if c, ok := r.scaler.(*controlled); ok {
-		c.window.Reset()
-		c.external(KindScale, from, to, time.Now())
+// scaled writes a scale from from channels that the job's own
+// controller did not decide into the timeline (--elastic-log). The
+// policies see the change in their next snapshot (Metrics.Whole).
+func (r *run) scaled(q *ctlRequest, from int) {
+	if !q.own {
+		r.timeline.scale(time.Now(), from, q.channels, q.reason)
 	}
 }
 
@@ -421,14 +430,23 @@ func (r *run) resetController(from, to int) {
 // every count. reason is logged with inputs (nil: none). Safe for
 // concurrent use.
 func (l Live) Scale(ctx context.Context, n int, reason string, inputs map[string]string) (Outcome, error) {
-	r := l.r
-	if r.job.Region == nil {
-		return l.refuse(KindScale, reason, inputs, refused("the job has no parallel region to scale"))
+	q := &ctlRequest{kind: KindScale, channels: n, reason: reason, inputs: inputs}
+	if out, err := l.check(q); err != nil {
+		return out, err
 	}
-	if err := r.checkScale(n); err != nil {
-		return l.refuse(KindScale, reason, inputs, err)
+	return l.request(ctx, q)
+}
+
+// check refuses (and logs) a scale the job cannot carry out, before it
+// is queued.
+func (l Live) check(q *ctlRequest) (Outcome, error) {
+	if l.r.job.Region == nil {
+		return l.refuse(q.kind, q.reason, q.inputs, refused("the job has no parallel region to scale"))
 	}
-	return l.request(ctx, &ctlRequest{kind: KindScale, channels: n, reason: reason, inputs: inputs})
+	if err := l.r.checkScale(q.channels); err != nil {
+		return l.refuse(q.kind, q.reason, q.inputs, err)
+	}
+	return Outcome{}, nil
 }
 
 // Checkpoint takes a checkpoint now (after the one in flight, if any) and
@@ -472,9 +490,9 @@ func (l Live) Stop(ctx context.Context, savepoint bool, reason string) (Outcome,
 	return out, nil
 }
 
-// PauseController stops the elastic controller's and the rebalancer's
-// own decisions until ResumeController; requests through Live are still
-// carried out.
+// PauseController holds the job's policies (its own controller and
+// those RunPolicy runs: no Step) and the rebalancer's auto plans until
+// ResumeController; requests through Live are still carried out.
 func (l Live) PauseController(reason string) Outcome {
 	l.r.ctl.paused.Store(true)
 	out := Outcome{Kind: KindPause, Reason: reason, Position: -1}
@@ -482,8 +500,8 @@ func (l Live) PauseController(reason string) Outcome {
 	return out
 }
 
-// ResumeController undoes PauseController; the controller starts a new
-// measurement window.
+// ResumeController undoes PauseController; the first period after it
+// is not whole (Metrics.Whole), so the controllers measure afresh.
 func (l Live) ResumeController(reason string) Outcome {
 	l.r.ctl.paused.Store(false)
 	out := Outcome{Kind: KindResume, Reason: reason, Position: -1}
@@ -502,7 +520,7 @@ func (l Live) RebalanceNow(ctx context.Context, target float64, reason string) (
 		out, err := l.refuse(KindRebalance, reason, in, refused("the job has no keyed region to rebalance"))
 		return RebalancePlan{}, out, err
 	}
-	p, err := l.Rebalance(ctx, target)
+	p, err := l.rebalance(ctx, target, reason)
 	out := Outcome{Kind: KindRebalance, Reason: reason, Inputs: in, From: n, To: n, Position: -1}
 	if err != nil {
 		out.Err = err.Error()
@@ -601,14 +619,11 @@ type PlanOperator struct {
 // Plan returns the job's plan now.
 func (l Live) Plan() Plan {
 	r := l.r
-	p := Plan{Job: r.job.Name, Channels: l.Channels(), MinChannels: 1, MaxChannels: r.maxChannels, Counts: map[string]int64{}}
+	p := Plan{Job: r.job.Name, Channels: l.Channels(), MinChannels: r.minChannels(), MaxChannels: r.maxChannels, Counts: map[string]int64{}}
 	if r.x != nil {
 		p.SourceWorkers = len(*r.x.splitters.Load())
 	}
 	if reg := r.job.Region; reg != nil {
-		if e := reg.Elastic; e != nil && e.Config.MinChannels > 1 {
-			p.MinChannels = e.Config.MinChannels
-		}
 		if e := reg.Elastic; e != nil && e.Policy != "off" {
 			p.Controller = e.Policy
 		}

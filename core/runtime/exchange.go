@@ -431,7 +431,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	x.configs = []*routing{first}
 	x.publish()
 	r.initialTable = first.table
-	return r.buildScaler()
+	return r.buildController()
 }
 
 // newWorker makes source worker id len(x.workers) with rings to n
@@ -622,8 +622,9 @@ func (r *run) input(c int, bound int64) (*blockInput, error) {
 // beginNext is what worker w does before reading its next block after
 // block after: find it (−1: none left, the worker stops), note it, take
 // up the routing for it, send the barrier placed before it if there is
-// one, and place the next barrier (a checkpoint is due) or change (the
-// scaler asks for one).
+// one, and place the next barrier (a checkpoint is due) or change (a
+// control request, the region's own controller or the balancer asks for
+// one).
 func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	x := r.x
 	x.mu.Lock()
@@ -667,10 +668,8 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 			if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
 				placed, err = r.placeControl(next)
 			}
-			if r.scaler != nil && !placed {
-				if n := r.scaler.next(r); n > 0 && n != int(r.curChans.Load()) {
-					err, placed = r.placeChange(n, next, nil), true
-				}
+			if r.own != nil && !placed && err == nil && r.own.next(r, time.Now(), false) {
+				placed, err = r.placeControl(next)
 			}
 			if r.bal != nil && !placed {
 				last := x.configs[len(x.configs)-1]

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -127,7 +128,14 @@ type Region struct {
 	Rebalance *Rebalance
 	// Schedule, if set (tests, demos), is asked after every source batch
 	// (numbered from 1) for the channel count; 0 keeps the current one.
+	// It runs as the region's own controller (controller.go) in place of
+	// Elastic's.
 	Schedule func(batch int64) int
+	// Timeline, if set, receives the region's reconfiguration timeline
+	// as CSV (timeline.go; docs/JOB.md, `--elastic-log`): a row per
+	// period of the elastic controller, per change of the channel count
+	// it did not decide, per rebalance plan and per rebalance step.
+	Timeline io.Writer
 }
 
 // Placer starts the job's stage goroutines, pinned to cores where it can

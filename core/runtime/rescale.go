@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -25,11 +23,6 @@ type Elastic struct {
 	Config elastic.Config
 	// DryRun logs every decision without carrying it out.
 	DryRun bool
-	// Timeline, if set, receives one CSV line per period: time (s),
-	// channels, congestion index, throughput and arrival rate (records/s),
-	// level, rule, applied, target channel count, backlog (records at the
-	// period's end).
-	Timeline io.Writer
 }
 
 // reconf is one live change of the channel count, from the splitter's
@@ -381,170 +374,6 @@ func losses(moves []kvstate.Move, channels int) [][]loss {
 		slices.SortFunc(ls, func(a, b loss) int { return a.to - b.to })
 	}
 	return out
-}
-
-// scaler decides, after each source batch, the channel count (0 = keep).
-type scaler interface {
-	next(r *run) int
-}
-
-func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
-	switch {
-	case reg.Schedule != nil:
-		return &scheduled{f: reg.Schedule}, nil
-	case reg.Elastic != nil && reg.Elastic.Policy != "" && reg.Elastic.Policy != "off":
-		cfg := reg.Elastic.Config
-		if cfg.InitialChannels == 0 {
-			cfg.InitialChannels = reg.Channels
-		}
-		p, err := elastic.New(reg.Elastic.Policy, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if reg.Elastic.DryRun {
-			p = elastic.NewDryRun(p)
-		}
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		c := &controlled{policy: p, period: time.Duration(cfg.PeriodNs), log: log, timeline: reg.Elastic.Timeline, name: reg.Elastic.Policy}
-		if c.period <= 0 {
-			c.period = time.Second
-		}
-		if c.timeline != nil {
-			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog")
-		}
-		return c, nil
-	}
-	return nil, nil
-}
-
-// scheduled follows Region.Schedule (tests and demos).
-type scheduled struct {
-	f       func(batch int64) int
-	batches int64
-}
-
-// next asks f about every source batch read since the last call (one
-// with the single source stage; with source workers, which ask at block
-// starts, all of them, in order), and returns its last nonzero answer.
-func (s *scheduled) next(r *run) int {
-	n := 0
-	for total := r.batchesIn.Load(); s.batches < total; {
-		s.batches++
-		if c := s.f(s.batches); c > 0 {
-			n = c
-		}
-	}
-	return n
-}
-
-// controlled asks an elastic.Policy once per period. The period's metrics
-// are the splitter's blocked ns per channel (congestion index), the
-// channels' busy ns, thread CPU ns and records, the records arriving at
-// the splitters and the backlog in front of the channels (regionLoad).
-type controlled struct {
-	policy   elastic.Policy
-	period   time.Duration
-	window   elastic.Window
-	log      *slog.Logger
-	timeline io.Writer
-	start    time.Time
-	last     time.Time
-	counters elastic.Counters
-	name     string // the policy's, for the reconfiguration log
-	paused   bool   // pause-controller held it at the last period
-	// seen is the last period the policy saw, for the timeline rows of
-	// changes it did not make (external).
-	seen elastic.Period
-}
-
-// external writes a timeline row for a change of the channel count the
-// controller did not decide (the control plane's scale, from the HTTP API
-// or a runtime.Policy): channels from, target to, rule "ctl:KIND", level
-// -1, the figures of the last period the controller saw. It runs where
-// the change is carried out: the source stage, or a source worker at a
-// block start under the exchange's lock, never beside controlled.next.
-func (c *controlled) external(kind string, from, to int, now time.Time) {
-	if c.timeline == nil {
-		return
-	}
-	if c.start.IsZero() { // before the controller's first period
-		c.start, c.last = now, now
-	}
-	p := c.seen
-	fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), from,
-		p.Congestion(), p.Throughput(), p.ArrivalRate(), -1, "ctl:"+kind, true, to, p.Backlog)
-}
-
-func (c *controlled) next(r *run) int {
-	now := time.Now()
-	if c.start.IsZero() {
-		c.start, c.last = now, now
-		c.window.Observe(c.snapshot(r, now))
-		return 0
-	}
-	if now.Sub(c.last) < c.period {
-		return 0
-	}
-	c.last = now
-	if r.ctl.paused.Load() {
-		// pause-controller: no decisions; measuring starts afresh on resume.
-		c.window.Reset()
-		c.paused = true
-		return 0
-	}
-	if c.paused {
-		c.paused = false
-		c.window.Observe(c.snapshot(r, now))
-		return 0
-	}
-	p, ok := c.window.Observe(c.snapshot(r, now))
-	if !ok {
-		return 0
-	}
-	c.seen = p
-	d := c.policy.Step(p)
-	applied := d.Changed() && !d.DryRun
-	r.ctl.noteDecision(fmt.Sprintf("%s (t %s, applied %v)", d, now.Sub(c.start).Round(time.Millisecond), applied))
-	if applied {
-		r.ctl.record(Reconfiguration{At: now, Kind: KindScale, Reason: "elastic " + c.name + ": " + string(d.Rule), Position: -1, From: len(p.Channels), To: d.Channels,
-			Inputs: map[string]string{"congestion": fmt.Sprintf("%.3f", p.Congestion()), "throughput": fmt.Sprintf("%.0f", p.Throughput()),
-				"arrival": fmt.Sprintf("%.0f", p.ArrivalRate()), "level": fmt.Sprint(d.Level), "why": d.Reason}})
-	}
-	c.log.Info("elastic", "t", now.Sub(c.start).Round(time.Millisecond), "congestion", fmt.Sprintf("%.3f", p.Congestion()),
-		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
-		"backlog", p.Backlog, "level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
-	if c.timeline != nil {
-		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
-			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels, p.Backlog)
-	}
-	if !applied {
-		return 0
-	}
-	c.window.Reset()
-	return d.Channels
-}
-
-func (c *controlled) snapshot(r *run, now time.Time) elastic.Counters {
-	n := int(r.curChans.Load())
-	c.counters.TimeNs = now.UnixNano()
-	c.counters.Channels = c.counters.Channels[:0]
-	var processed uint64
-	for i := 0; i < n; i++ {
-		rec := uint64(r.chanStats[i].Records.Load())
-		processed += rec
-		c.counters.Channels = append(c.counters.Channels, elastic.ChannelCounters{
-			BlockedNs: r.blockedNs(i), BusyNs: r.chanStats[i].BusyNs.Load(), Records: rec,
-			CPUNs: r.chanStats[i].CPUNs.Load()})
-	}
-	// Records arriving at the splitters (not recordsIn: pre-region filters
-	// drop some) and those waiting in front of the channels.
-	c.counters.Arrived, c.counters.Backlog = r.regionLoad()
-	// Records leaving the region: those its channels have processed (a
-	// window's output is much smaller than its input and bursty).
-	c.counters.Departed = processed
-	return c.counters
 }
 
 // reconfOf is the reconfiguration a Reconfig marker carries (nil for any

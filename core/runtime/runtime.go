@@ -92,7 +92,8 @@ type run struct {
 	rescales                  atomic.Int64
 	pauses                    durationHist
 	drains                    durationHist // the source's wait for the old channels' backlog
-	scaler                    scaler
+	own                       *stepper     // the region's own controller (controller.go)
+	timeline                  *timeline    // Region.Timeline (timeline.go)
 	usedChans                 atomic.Int64 // highest channel count reached
 	curChans                  atomic.Int64 // the splitter's channel count now
 	start                     time.Time
@@ -472,8 +473,10 @@ func (r *run) build() error {
 		// would steal the time of the stage it waits for.
 		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
+		r.timeline = newTimeline(reg.Timeline)
 		if reg.Rebalance != nil && len(reg.Key) > 0 {
 			r.bal = newBalancer(reg.Rebalance, reg.Groups, r.log)
+			r.bal.timeline = r.timeline
 			r.bal.ctl = &r.ctl
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
@@ -498,7 +501,7 @@ func (r *run) build() error {
 			r.splitter.db = r.newDebloater()
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
-			if err := r.buildScaler(); err != nil {
+			if err := r.buildController(); err != nil {
 				return err
 			}
 		}
@@ -802,11 +805,9 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 				break
 			}
 		}
-		if r.scaler != nil {
-			if n := r.scaler.next(r); n > 0 && n != len(r.splitter.rings) {
-				if err = r.rescale(n); err != nil {
-					break
-				}
+		if r.own != nil && r.own.next(r, time.Now(), true) {
+			if pre, err = r.serveControl(pre, head, barrier); err != nil {
+				break
 			}
 		}
 		if r.bal != nil {
@@ -981,10 +982,10 @@ func describeRow(s *core.Schema, row []core.Value) string {
 	return string(buf)
 }
 
-// buildScaler makes the region's scaler, if it has one.
-func (r *run) buildScaler() error {
+// buildController makes the region's own controller, if it has one.
+func (r *run) buildController() error {
 	var err error
-	r.scaler, err = newScaler(r.job.Region, r.job.Log)
+	r.own, err = newStepper(r.job.Region)
 	return err
 }
 
