@@ -317,16 +317,19 @@ func (b *balancer) target(t float64) float64 {
 }
 
 // plan makes a plan and queues its steps (replacing any left); reason
-// says who asked, for the timeline ("": the auto policy).
+// says who asked, for the timeline ("": the auto policy, whose plans of
+// no moves get no row).
 func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64, per []uint64, target float64, now time.Time, reason string) RebalancePlan {
 	p := balance.Rebalance(owners, channels, load, bytes, b.target(target))
 	steps := balance.Steps(p.Moves, bytes, b.cost, b.maxPause)
 	out := RebalancePlan{Loads: per, Planned: p.Loads, Before: balance.Skew(per), After: p.After, Target: p.Target,
 		Groups: len(p.Moves), Bytes: p.Bytes, Steps: len(steps)}
-	if reason == "" {
-		reason = fmt.Sprintf("rebalancer: skew %.3f > target %.3f", out.Before, out.Target)
+	if reason != "" || len(p.Moves) > 0 { // a request's, moves or not; the auto policy's when it moves something
+		if reason == "" {
+			reason = fmt.Sprintf("rebalancer: skew %.3f > target %.3f", out.Before, out.Target)
+		}
+		b.timeline.plan(now, channels, out, reason)
 	}
-	b.timeline.plan(now, channels, out, reason)
 	if len(p.Moves) == 0 {
 		return out
 	}

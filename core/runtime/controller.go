@@ -94,6 +94,8 @@ type stepper struct {
 	// pending is the reply of a scale it asked for that has not been
 	// served yet: no step until it is.
 	pending chan ctlReply
+	// now is the clock (Elastic.Now; nil: wall time).
+	now func() time.Time
 }
 
 // newStepper makes the region's own controller, if it has one.
@@ -113,7 +115,7 @@ func newStepper(reg *Region) (*stepper, error) {
 		if reg.Elastic.DryRun {
 			p = elastic.NewDryRun(p)
 		}
-		s := &stepper{p: NewController(p), period: time.Duration(cfg.PeriodNs)}
+		s := &stepper{p: NewController(p), period: time.Duration(cfg.PeriodNs), now: reg.Elastic.Now}
 		if s.period <= 0 {
 			s.period = time.Second
 		}
@@ -124,11 +126,15 @@ func newStepper(reg *Region) (*stepper, error) {
 
 // next is called by the goroutine that routes after each source batch
 // (single source stage, lag true) or at each block start (source workers,
-// x.mu held), at now. Once a period has passed since the last step it
-// takes a snapshot, steps the policy and queues its actions as control
-// requests; it returns whether it queued one, which the caller serves
-// right away (serveControl, placeControl).
-func (s *stepper) next(r *run, now time.Time, lag bool) bool {
+// x.mu held). Once a period has passed since the last step it takes a
+// snapshot, steps the policy and queues its actions as control requests;
+// it returns whether it queued one, which the caller serves right away
+// (serveControl, placeControl).
+func (s *stepper) next(r *run, lag bool) bool {
+	now := time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
 	if s.start.IsZero() {
 		r.timeline.begin(now)
 	}

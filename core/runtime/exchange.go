@@ -668,7 +668,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 			if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
 				placed, err = r.placeControl(next)
 			}
-			if r.own != nil && !placed && err == nil && r.own.next(r, time.Now(), false) {
+			if r.own != nil && !placed && err == nil && r.own.next(r, false) {
 				placed, err = r.placeControl(next)
 			}
 			if r.bal != nil && !placed {

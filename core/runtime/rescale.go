@@ -23,6 +23,9 @@ type Elastic struct {
 	Config elastic.Config
 	// DryRun logs every decision without carrying it out.
 	DryRun bool
+	// Now, if set, is the clock periods are measured by (tests: a period
+	// per call makes every source batch a period boundary).
+	Now func() time.Time
 }
 
 // reconf is one live change of the channel count, from the splitter's

@@ -805,7 +805,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 				break
 			}
 		}
-		if r.own != nil && r.own.next(r, time.Now(), true) {
+		if r.own != nil && r.own.next(r, true) {
 			if pre, err = r.serveControl(pre, head, barrier); err != nil {
 				break
 			}
