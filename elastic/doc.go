@@ -45,9 +45,10 @@
 //     [Decision] are plain values; Step neither keeps nor modifies the
 //     Period.Channels slice after it returns.
 //
-// The runtime's part (outside this package): read the per-goroutine counters
-// through atomics once per period, turn them into a [Period] with a [Window],
-// call Step, and carry out Decision.Channels unless Decision.DryRun is set.
-// It should start a fresh period once a reconfiguration has completed, so
-// that no period mixes two channel counts.
+// The runtime's part (outside this package; core/runtime's Controller, a
+// control policy): read the per-goroutine counters through atomics once per
+// period, turn them into a [Period] with a [Window], call Step, and carry
+// out Decision.Channels unless Decision.DryRun is set. It skips the period
+// in which a reconfiguration took effect, so that no period given to Step
+// mixes two channel counts.
 package elastic

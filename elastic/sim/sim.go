@@ -30,7 +30,7 @@
 //     change takes effect the region processes nothing for PauseNs, the
 //     splitter counting it as blocked. With SkipChangePeriod the policy does
 //     not see that period, as the runtime discards it (its counters mix two
-//     channel counts: core/runtime's controlled.next resets the window).
+//     channel counts: core/runtime's meter marks it not Metrics.Whole).
 //
 // [Calibrated] returns the model calibrated on the real runtime
 // (docs/PERFORMANCE.md, "Elastic scaling"). Noise comes from a
