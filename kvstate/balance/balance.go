@@ -12,6 +12,13 @@ import (
 // unless told otherwise.
 const DefaultTarget = 1.1
 
+// MinGain is the least drop in skew a plan must bring to be carried out:
+// moves that lower max/mean by less (a hot group's channel shedding a few
+// light groups while the hot group alone keeps the maximum where it is)
+// would pause two channels for a gain below the noise of one period's
+// counts, so Rebalance plans none (Plan.Small).
+const MinGain = 0.01
+
 // Plan is a rebalance: the moves that bring the skew from Before to After.
 type Plan struct {
 	// Moves lists the key groups that change owner, in the order chosen
@@ -26,6 +33,10 @@ type Plan struct {
 	Bytes int64
 	// Loads is each channel's load after the moves (records).
 	Loads []uint64
+	// Small says that moves were found but dropped because they would
+	// lower the skew by less than MinGain: Moves is empty, After equals
+	// Before and Loads is the table's.
+	Small bool
 }
 
 // Skew is max(loads) / mean(loads): 1 for an even load, and for no load
@@ -58,8 +69,18 @@ func ChannelLoads(owners []int, channels int, load []uint64) []uint64 {
 // (state bytes per key group), moving few bytes (the package doc gives
 // the heuristic and its bound). owners, load and bytes have one element
 // per key group; they are not modified. A plan with no moves says the
-// target is met or cannot be approached by moving whole key groups.
+// target is met, cannot be approached by moving whole key groups, or
+// would gain less than MinGain (Small).
 func Rebalance(owners []int, channels int, load []uint64, bytes []int64, target float64) Plan {
+	p := plan(owners, channels, load, bytes, target)
+	if len(p.Moves) > 0 && p.Before-p.After < MinGain {
+		return Plan{Before: p.Before, After: p.Before, Target: p.Target, Loads: ChannelLoads(owners, channels, load), Small: true}
+	}
+	return p
+}
+
+// plan is Rebalance without the MinGain rule.
+func plan(owners []int, channels int, load []uint64, bytes []int64, target float64) Plan {
 	if !(target > 1) {
 		target = DefaultTarget
 	}

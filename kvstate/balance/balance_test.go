@@ -60,6 +60,16 @@ func TestRebalanceProperties(t *testing.T) {
 		if p.After > p.Before+1e-12 {
 			t.Fatalf("skew went up: %v → %v", p.Before, p.After)
 		}
+		full := plan(owners, channels, load, bytes, target)
+		if p.Small {
+			if len(p.Moves) != 0 || p.After != p.Before || len(full.Moves) == 0 || full.Before-full.After >= MinGain {
+				t.Fatalf("dropped plan %+v, full plan %+v", p, full)
+			}
+			return
+		}
+		if len(p.Moves) > 0 && p.Before-p.After < MinGain {
+			t.Fatalf("plan gains %v < MinGain", p.Before-p.After)
+		}
 		if p.Target < target-1e-12 && channels > 1 && p.Before != 1 {
 			t.Fatalf("target %v lowered to %v", target, p.Target)
 		}
@@ -135,6 +145,30 @@ func TestRebalanceHeavyGroupRaisesTarget(t *testing.T) {
 		if m.Group == 0 {
 			t.Fatal("the heavy group moved")
 		}
+	}
+}
+
+// A hot group that keeps its channel the most loaded whatever moves: the
+// few light groups beside it would lower the skew by less than MinGain,
+// so nothing moves (two channels would pause for nothing).
+func TestRebalanceSmallGainMovesNothing(t *testing.T) {
+	// Channel 0: the hot group (1,000) and two light ones (2 each); 1 and
+	// 2: 100 each. Mean 401.3, bound 1,000: shedding the light groups
+	// takes the skew from 2.5017 to 2.4917.
+	owners := []int{0, 0, 0, 1, 2}
+	load := []uint64{1000, 2, 2, 100, 100}
+	if full := plan(owners, 3, load, make([]int64, 5), 1.1); len(full.Moves) != 2 {
+		t.Fatalf("without the rule: %+v", full)
+	}
+	p := Rebalance(owners, 3, load, make([]int64, 5), 1.1)
+	if !p.Small || len(p.Moves) != 0 || p.After != p.Before || !slices.Equal(p.Loads, []uint64{1004, 100, 100}) {
+		t.Fatalf("%+v", p)
+	}
+	// A gain of MinGain or more is carried out: 20 each beside the hot
+	// group take the skew from 2.516 to 2.419.
+	load = []uint64{1000, 20, 20, 100, 100}
+	if p := Rebalance(owners, 3, load, make([]int64, 5), 1.1); p.Small || len(p.Moves) != 2 {
+		t.Fatalf("%+v", p)
 	}
 }
 

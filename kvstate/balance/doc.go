@@ -38,7 +38,10 @@
 // greedy one or the greedy one does not shed E; else the greedy one. The
 // chosen groups move h → l and the loop goes on. No candidate: stop (the
 // key-group granularity allows no better; Plan.After says what was
-// reached).
+// reached). A plan whose moves lower the skew by less than MinGain (0.01)
+// is dropped (Plan.Small): when one hot group alone sets the maximum, its
+// channel can still shed a few light groups, which would pause two
+// channels for nothing.
 //
 // Cost model and bounds. The cost of a plan is the state bytes it moves
 // (Plan.Bytes); the load is records, taken as proportional to the work
