@@ -91,7 +91,7 @@ type barrierInfo struct {
 	// records of block are before it, none after; block -1 for the single
 	// source stage.
 	block, record int64
-	maxTime int64 // the largest event time seen (watermark generator state)
+	maxTime       int64 // the largest event time seen (watermark generator state)
 	// maxTimes, for a union, is each input's largest event time
 	// (inputTimes.String); "" otherwise.
 	maxTimes string
@@ -265,7 +265,11 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				continue
 			}
 			delete(pending, e)
-			if err := c.write(acks); err != nil {
+			err := c.write(acks)
+			// The next interval starts before the counts move: whoever
+			// sees a checkpoint counted (Live.Snapshot) sees its end.
+			c.end()
+			if err != nil {
 				warn("checkpoint failed", "epoch", e, "err", err)
 				c.mu.Lock()
 				c.failures++
@@ -281,7 +285,6 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
 				c.notify(e, nil)
 			}
-			c.end()
 		}
 	}
 }

@@ -82,10 +82,10 @@ type blockInput struct {
 	// candidate): at a barrier inside b, prevMax and blockMax together
 	// are the watermark generator's state.
 	blockMax int64
-	lastWM  int64 // last watermark forwarded
-	ended   bool
-	channel int
-	ctx     context.Context
+	lastWM   int64 // last watermark forwarded
+	ended    bool
+	channel  int
+	ctx      context.Context
 	// times, for a union, is the per-input watermark state (inputtimes.go)
 	// that replaces prevMax; nil otherwise.
 	times *inputTimes
@@ -307,20 +307,23 @@ type exchange struct {
 	// block from B on; channels find a block's ring through it, once the
 	// block has been started (started), when no later routing can still
 	// cover it (rescale.go, "Live changes with source workers").
-	mu          sync.Mutex
-	workers     []*srcWorker // by id; ids are never reused
-	current     []int        // by worker id: the block it reads (or read last)
-	reading     []bool       // by worker id: it is reading current (not at its end yet)
-	retired     []bool       // by worker id: it found no block left and stopped
-	mid         int          // the block a requested barrier goes in; -1: none
-	midInfo     *barrierInfo
-	midReq      atomic.Int64 // mid, read without mu
+	mu      sync.Mutex
+	workers []*srcWorker // by id; ids are never reused
+	current []int        // by worker id: the block it reads (or read last)
+	reading []bool       // by worker id: it is reading current (not at its end yet)
+	retired []bool       // by worker id: it found no block left and stopped
+	mid     int          // the block a requested barrier goes in; -1: none
+	midInfo *barrierInfo
+	midReq  atomic.Int64 // mid, read without mu
+	// limits is the buffer-debloating limit last measured for each
+	// channel's rings, by channel (debloater.seed).
+	limits []atomic.Int32
 	// floor is the first block a barrier may go in: the block of the
 	// newest change of logic (its JSON is in every later barrier's
 	// updates, so no barrier may come before it).
-	floor int
-	routed      []int        // by worker id: the index in configs its splitter routes under
-	pending     int          // the block the next barrier goes before; -1: none
+	floor       int
+	routed      []int // by worker id: the index in configs its splitter routes under
+	pending     int   // the block the next barrier goes before; -1: none
 	pendingInfo *barrierInfo
 	// pendingUpd is a change of logic placed at block pending instead of a
 	// barrier (control.go): its block's worker sends the Update marker.
@@ -439,6 +442,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, mid: -1, floor: r.startBlock, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
 	x.midReq.Store(-1)
 	x.turn = sync.NewCond(&x.lettersMu)
+	x.limits = make([]atomic.Int32, r.maxChannels)
 	x.r, x.atEnd = r, map[int]bool{}
 	x.started.Store(int64(r.startBlock) - 1)
 	r.x = x
@@ -482,7 +486,9 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
-	sp.db = r.newDebloater()
+	if sp.db = r.newDebloater(); sp.db != nil {
+		sp.db.shared = x.limits
+	}
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
 	}
@@ -1118,6 +1124,9 @@ func (r *run) sourceWorker(w *srcWorker) {
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
 		cur, read, skip = b, 0, 0
+		if sp.db != nil {
+			sp.db.seed(sp.rings)
+		}
 		if b == r.startBlock && r.startSkip > 0 {
 			skip = r.startSkip
 			w.errs.Mute()

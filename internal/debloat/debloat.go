@@ -75,6 +75,16 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 	return c.limit
 }
 
+// Seed sets the limit in force until the next decision, within [Min,
+// Max], and returns it: a producer that starts pushing to a ring again
+// takes the limit measured for the same consumer on another ring (the
+// source workers' rings to one channel, which it drains one at a time),
+// instead of filling the ring to Max before its own first decision.
+func (c *Controller) Seed(limit int) int {
+	c.limit = min(max(limit, c.Min), c.Max)
+	return c.limit
+}
+
 // Limit is the effective capacity decided last (Max before the first
 // decision).
 func (c *Controller) Limit() int {
