@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"streamd/internal/tier"
+	"streamd/snapshot"
 )
 
 // TestMain lets the test binary stand in for streamd in child processes:
@@ -54,7 +55,7 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	wrnd := rand.New(rand.NewPCG(seed, 37)) // output workers, apart from the kill schedule
 	ckDir := filepath.Join(filepath.Dir(job), "ck")
 	start := time.Now()
-	crashes, restores := 0, 0
+	crashes, restores, inside := 0, 0, 0
 	for k := 0; ; k++ {
 		// Each run reads with another number of source workers (a job
 		// whose source cannot be split ignores it), also across live
@@ -68,6 +69,9 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 		if hasCheckpoint(ckDir) {
 			args = append(args, "--restore", "latest")
 			restores++
+			if insideBlock(ckDir) {
+				inside++
+			}
 		}
 		cmd := child(t, args...)
 		if k < kills {
@@ -98,13 +102,27 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	}
 	took := time.Since(start)
 	if kills > 0 {
-		t.Logf("%s, seed %d: %d of %d kills crashed a run, %d restores, %s", filepath.Base(out), seed, crashes, kills, restores, took.Round(time.Millisecond))
+		t.Logf("%s, seed %d: %d of %d kills crashed a run, %d restores (%d inside a source block), %s", filepath.Base(out), seed, crashes, kills, restores, inside, took.Round(time.Millisecond))
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	return b, took, restores
+}
+
+// insideBlock says whether the newest complete checkpoint in dir was taken
+// by source workers inside a block (its position has records of the
+// block: docs/ARCHITECTURE.md, "Parallel sources and the M×N exchange").
+func insideBlock(dir string) bool {
+	ms, _ := filepath.Glob(filepath.Join(dir, "chk-*", snapshot.MetadataFile))
+	var newest *snapshot.Checkpoint
+	for _, m := range ms {
+		if c, err := snapshot.Load(filepath.Dir(m), nil); err == nil && (newest == nil || c.Meta.ID > newest.Meta.ID) {
+			newest = c
+		}
+	}
+	return newest != nil && newest.Meta.Sources["block_records"] > 0
 }
 
 // hasCheckpoint says whether a completed checkpoint is in dir.
