@@ -52,7 +52,10 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 	if !c.started {
 		// The push that found the ring full opens the first window; its
 		// own wait began before it.
-		c.started, c.t0, c.popped0, c.limit = true, now-blockedNs, popped-0, c.Max
+		c.started, c.t0, c.popped0 = true, now-blockedNs, popped-0
+		if c.limit == 0 { // not seeded
+			c.limit = c.Max
+		}
 	}
 	c.blocked += blockedNs
 	span := now - c.t0
