@@ -8,16 +8,22 @@
 # before buffer debloating and end-of-input barriers) and by this tree's,
 # alternating A B A B. The generator has a rate (far above what the job
 # reaches), which keeps the single source stage: source workers place
-# barriers at block starts (8,192 records, seconds here); WORKERS=1 in the
-# environment drops the rate, so that a source worker reads the generator's
-# blocks instead. Prints each run's records/s and checkpoint line
-# (completed, timed out, duration p50/p99/max: barrier injected → written).
+# barriers inside blocks (8,192 records, seconds here); WORKERS=M in the
+# environment drops the rate and sets source.parallelism: M, so that M
+# source workers read the generator's blocks instead (WORKERS=1: one
+# worker). Prints each run's records/s and checkpoint line (completed,
+# timed out, duration p50/p99/max: barrier due → written).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-150000}"
 pairs="${2:-2}"
 genrate=", rate: 1000000"
-[ "${WORKERS:-0}" = 1 ] && genrate=""
+parallelism=""
+if [ "${WORKERS:-0}" -gt 0 ]; then
+  genrate=""
+  parallelism="
+  parallelism: $WORKERS"
+fi
 base="${3:-8026cf0}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -33,7 +39,7 @@ job() {
   cat <<YAML
 name: backpressure
 source:
-  generator: {seed: 3, count: $n, keys: 5000, distribution: uniform, step: 1ms$genrate}
+  generator: {seed: 3, count: $n, keys: 5000, distribution: uniform, step: 1ms$genrate}$parallelism
 event_time: {field: ts}
 region:
   channels: 1

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"streamd/internal/tier"
+	"streamd/snapshot"
 )
 
 // TestMain lets the test binary stand in for streamd in child processes:
@@ -54,7 +55,7 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	wrnd := rand.New(rand.NewPCG(seed, 37)) // output workers, apart from the kill schedule
 	ckDir := filepath.Join(filepath.Dir(job), "ck")
 	start := time.Now()
-	crashes, restores := 0, 0
+	crashes, restores, inside := 0, 0, 0
 	for k := 0; ; k++ {
 		// Each run reads with another number of source workers (a job
 		// whose source cannot be split ignores it), also across live
@@ -68,6 +69,9 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 		if hasCheckpoint(ckDir) {
 			args = append(args, "--restore", "latest")
 			restores++
+			if insideBlock(ckDir) {
+				inside++
+			}
 		}
 		cmd := child(t, args...)
 		if k < kills {
@@ -98,13 +102,27 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 	}
 	took := time.Since(start)
 	if kills > 0 {
-		t.Logf("%s, seed %d: %d of %d kills crashed a run, %d restores, %s", filepath.Base(out), seed, crashes, kills, restores, took.Round(time.Millisecond))
+		t.Logf("%s, seed %d: %d of %d kills crashed a run, %d restores (%d inside a source block), %s", filepath.Base(out), seed, crashes, kills, restores, inside, took.Round(time.Millisecond))
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
 	return b, took, restores
+}
+
+// insideBlock says whether the newest complete checkpoint in dir was taken
+// by source workers inside a block (its position has records of the
+// block: docs/ARCHITECTURE.md, "Parallel sources and the M×N exchange").
+func insideBlock(dir string) bool {
+	ms, _ := filepath.Glob(filepath.Join(dir, "chk-*", snapshot.MetadataFile))
+	var newest *snapshot.Checkpoint
+	for _, m := range ms {
+		if c, err := snapshot.Load(filepath.Dir(m), nil); err == nil && (newest == nil || c.Meta.ID > newest.Meta.ID) {
+			newest = c
+		}
+	}
+	return newest != nil && newest.Meta.Sources["block_records"] > 0
 }
 
 // hasCheckpoint says whether a completed checkpoint is in dir.
@@ -114,8 +132,8 @@ func hasCheckpoint(dir string) bool {
 }
 
 // Crash schedules (seeded; the seed is in the failure message so it can be
-// replayed): the flights job and a generator job over 1 M keys (writing
-// CSV, and Parquet in fewer schedules), each killed
+// replayed): the flights job, a generator job over 1 M keys (writing
+// CSV, and Parquet in fewer schedules) and a job over a CSV file, each killed
 // several times, restored at random channel counts, source parallelisms
 // and numbers of output workers; the final output equals
 // an uncrashed run's byte for byte. The fast tier runs 3 schedules per job
@@ -150,6 +168,28 @@ sink:
   csv: {path: out/out.csv}
 `
 	gen = strings.Replace(gen, "COUNT", fmt.Sprint(tier.Pick(200_000, 600_000)), 1)
+	// A CSV file of 1 MiB blocks, event times going back now and then.
+	csvIn := filepath.Join(t.TempDir(), "in.csv")
+	var sb strings.Builder
+	sb.WriteString("seq,key,value,ts\n")
+	crnd := rand.New(rand.NewPCG(7, 7))
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range tier.Pick(150_000, 500_000) {
+		at = at.Add(time.Duration(crnd.IntN(20)) * time.Millisecond)
+		ts := at
+		if crnd.IntN(50) == 0 {
+			ts = ts.Add(-time.Duration(crnd.IntN(90)) * time.Second)
+		}
+		fmt.Fprintf(&sb, "%d,k%05d,%d,%s\n", i, crnd.IntN(20_000), crnd.IntN(1000), ts.Format(time.RFC3339Nano))
+	}
+	if err := os.WriteFile(csvIn, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	csvJob := strings.Replace(gen, "  generator: {seed: 5, count: "+fmt.Sprint(tier.Pick(200_000, 600_000))+", keys: 1000000, distribution: uniform, step: 1ms}\nevent_time: {field: ts}",
+		"  csv: {path: "+csvIn+", columns: {seq: int64, key: string, value: int64, ts: timestamp}}\nevent_time: {field: ts, max_out_of_orderness: 5s}", 1)
+	if csvJob == gen {
+		t.Fatal("the CSV job was not made")
+	}
 	schedules := tier.Pick(3, 10)
 	for _, c := range []struct {
 		name, text, out string
@@ -157,6 +197,9 @@ sink:
 	}{
 		{"flights", flights, "out/flights-hourly.csv", schedules},
 		{"gen1m", gen, "out/out.csv", schedules},
+		// A CSV file read by source workers in byte-range blocks: restores
+		// inside a block re-read it from the block's start.
+		{"csv", csvJob, "out/out.csv", tier.Pick(2, 5)},
 		// The Parquet sink: parts per epoch, copied into one file at the end.
 		{"gen1m-parquet", strings.Replace(gen, "csv: {path: out/out.csv}", "parquet: {path: out/out.parquet, row_group_size: 5000}", 1), "out/out.parquet", tier.Pick(2, 5)},
 		// Local-global aggregation: partials folded before the splitter,

@@ -364,6 +364,7 @@ func (r *run) placeControl(next int) (bool, error) {
 			u.block, u.seq, u.position = next, uint64(next)<<blockSeqBits, pos
 			r.commitUpdate(u)
 			x.pending, x.pendingUpd = next, u
+			x.floor = next // later barriers record u: none may go before it
 			if u.stage == stagePre {
 				x.updates = append(x.updates, u)
 			}

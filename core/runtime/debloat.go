@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"sync/atomic"
 	"time"
 
 	"streamd/core"
@@ -63,6 +64,10 @@ type debloater struct {
 	now    func() int64 // ns; the checkpoint clock when scripted
 	target time.Duration
 	ctl    []debloat.Controller
+	// shared, for a source worker, is the run's last limit by channel
+	// (0: none yet), which every worker publishes and seeds its rings
+	// with at a block's start (seed); nil for other producers.
+	shared []atomic.Int32
 }
 
 // newDebloater returns a debloater for rings of the run's size, or nil
@@ -96,6 +101,18 @@ func (d *debloater) push(sc *stageCPU, i int, rg *ring.SPSC[*core.Batch], b *cor
 	if err != nil {
 		return blockedNs, err
 	}
+	c := d.controller(i, rg)
+	t1 := d.now()
+	limit := c.Observe(t1, rg.Popped(), t1-t0)
+	rg.SetLimit(limit)
+	if i < len(d.shared) {
+		d.shared[i].Store(int32(limit))
+	}
+	return blockedNs, nil
+}
+
+// controller is ring i's controller, made on first use.
+func (d *debloater) controller(i int, rg *ring.SPSC[*core.Batch]) *debloat.Controller {
 	for len(d.ctl) <= i {
 		d.ctl = append(d.ctl, debloat.Controller{})
 	}
@@ -103,7 +120,24 @@ func (d *debloater) push(sc *stageCPU, i int, rg *ring.SPSC[*core.Batch], b *cor
 	if c.Target == 0 {
 		*c = debloat.Controller{Target: int64(d.target), Min: min(debloatMin, rg.Cap()), Max: rg.Cap()}
 	}
-	t1 := d.now()
-	rg.SetLimit(c.Observe(t1, rg.Popped(), t1-t0))
-	return blockedNs, nil
+	return c
+}
+
+// seed is what a source worker does at the start of a block: each of its
+// rings takes the limit last measured for its channel by any worker.
+// Channel c drains the M rings to it one block at a time, so a ring whose
+// block c does not read yet gives its producer no measure (its push just
+// waits), and would fill to its capacity, all of it in front of a barrier
+// later placed in that block (exchange.go, midBarrier); the limit of the
+// ring c reads now is the right one for every ring to c. Costs a few
+// atomic loads per block.
+func (d *debloater) seed(rings []*ring.SPSC[*core.Batch]) {
+	for i, rg := range rings {
+		if i >= len(d.shared) {
+			return
+		}
+		if l := int(d.shared[i].Load()); l > 0 {
+			rg.SetLimit(d.controller(i, rg).Seed(l))
+		}
+	}
 }

@@ -78,10 +78,14 @@ type blockInput struct {
 	bound   int64 // max out-of-orderness, ns
 	b       int   // the block being read
 	prevMax int64 // largest event time of blocks < b
-	lastWM  int64 // last watermark forwarded
-	ended   bool
-	channel int
-	ctx     context.Context
+	// blockMax is block b's largest event time so far (its last
+	// candidate): at a barrier inside b, prevMax and blockMax together
+	// are the watermark generator's state.
+	blockMax int64
+	lastWM   int64 // last watermark forwarded
+	ended    bool
+	channel  int
+	ctx      context.Context
 	// times, for a union, is the per-input watermark state (inputtimes.go)
 	// that replaces prevMax; nil otherwise.
 	times *inputTimes
@@ -89,7 +93,7 @@ type blockInput struct {
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
-	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
+	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
 }
 
 func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
@@ -143,6 +147,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 					in.times.see(bt.Watermark)
 				}
 				in.prevMax = max(in.prevMax, bt.Watermark)
+				in.blockMax = core.NoTime
 				in.b++
 				in.cur = nil
 				bt.Release()
@@ -150,14 +155,20 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			}
 		case core.Barrier:
 			// Every channel is at the same point (all blocks before the
-			// barrier's done): channel 0 records the watermark state.
+			// barrier's done, and its block up to it): channel 0 records
+			// the watermark state. The largest event time is over both,
+			// as the single source stage's: a restore inside the block
+			// takes it as the blocks' before, and the block's candidates
+			// after the position raise it no further than the
+			// uninterrupted run's did.
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
-				bi.maxTime, bi.wm = in.prevMax, in.lastWM
+				bi.maxTime, bi.wm = max(in.prevMax, in.blockMax), in.lastWM
 				if in.times != nil {
 					bi.maxTimes = in.times.String()
 				}
 			}
 		case core.Watermark:
+			in.blockMax = max(in.blockMax, bt.Watermark)
 			wm, ok := max(in.prevMax, bt.Watermark)-in.bound-1, true
 			if in.times != nil { // a union: the one branch a candidate of another job pays
 				in.times.at(in.b)
@@ -186,7 +197,7 @@ const tailRoom = 1 << 16
 // barrier placed after the end of the input that it has not delivered
 // yet, or nil once none will be placed. Until then it waits (polling, up
 // to 5 ms apart), and whichever waiting channel finds a checkpoint due
-// places one (checkpointer.dueAtEnd) at block blocks — the position after
+// places one (checkpointer.dueByClock) at block blocks — the position after
 // every record; a restore from it reads nothing. No more are placed once
 // every channel of the newest routing has read every block and the rings
 // to the merger are empty: what is left is the merger's and the sink's
@@ -219,7 +230,7 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 			}
 			if all && !ringsHold(r.mergerOuts) {
 				x.tailClosed = true
-			} else if r.ck.dueAtEnd() {
+			} else if r.ck.dueByClock() {
 				r.ck.epoch++
 				r.ck.begin(r.ck.epoch)
 				x.tail = append(x.tail, &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
@@ -276,11 +287,18 @@ func (in *blockInput) Len() int {
 type exchange struct {
 	src core.Splittable
 
-	// Barriers (checkpoints): a worker starting a block decides, under mu,
-	// whether a checkpoint is due, and places it at block pending =
-	// 1 + the largest block any worker has started (current), which no
-	// worker has started yet; the worker of that block sends it when it
-	// gets there, before the block.
+	// Barriers (checkpoints) go inside a block (midBarrier): when a
+	// checkpoint is due, the barrier is requested, under mu, in the
+	// smallest block a worker is reading (reading, current) at or after
+	// floor, and that block's worker sends it between two of its batches,
+	// at the next one it reaches, or at the block's end (endBlock). mid is
+	// that block (−1: none requested), midInfo its checkpoint, and midReq
+	// mirrors mid for the one atomic load a worker pays per batch.
+	//
+	// A checkpoint the control plane asks for (control.go) is still
+	// placed at block pending = 1 + the largest block any worker has
+	// started (current), which no worker has started yet; the worker of
+	// that block sends it when it gets there, before the block.
 	//
 	// Live changes of the channel count and of the number of workers are
 	// placed the same way (one barrier or change pending at a time): a
@@ -289,12 +307,23 @@ type exchange struct {
 	// block from B on; channels find a block's ring through it, once the
 	// block has been started (started), when no later routing can still
 	// cover it (rescale.go, "Live changes with source workers").
-	mu          sync.Mutex
-	workers     []*srcWorker // by id; ids are never reused
-	current     []int        // by worker id: the block it reads (or read last)
-	retired     []bool       // by worker id: it found no block left and stopped
-	routed      []int        // by worker id: the index in configs its splitter routes under
-	pending     int          // the block the next barrier goes before; -1: none
+	mu      sync.Mutex
+	workers []*srcWorker // by id; ids are never reused
+	current []int        // by worker id: the block it reads (or read last)
+	reading []bool       // by worker id: it is reading current (not at its end yet)
+	retired []bool       // by worker id: it found no block left and stopped
+	mid     int          // the block a requested barrier goes in; -1: none
+	midInfo *barrierInfo
+	midReq  atomic.Int64 // mid, read without mu
+	// limits is the buffer-debloating limit last measured for each
+	// channel's rings, by channel (debloater.seed).
+	limits []atomic.Int32
+	// floor is the first block a barrier may go in: the block of the
+	// newest change of logic (its JSON is in every later barrier's
+	// updates, so no barrier may come before it).
+	floor       int
+	routed      []int // by worker id: the index in configs its splitter routes under
+	pending     int   // the block the next barrier goes before; -1: none
 	pendingInfo *barrierInfo
 	// pendingUpd is a change of logic placed at block pending instead of a
 	// barrier (control.go): its block's worker sends the Update marker.
@@ -410,8 +439,10 @@ func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU())
 // channels), the workers' splitters and their pre-region instances.
 func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	reg := r.job.Region
-	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, mid: -1, floor: r.startBlock, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
+	x.midReq.Store(-1)
 	x.turn = sync.NewCond(&x.lettersMu)
+	x.limits = make([]atomic.Int32, r.maxChannels)
 	x.r, x.atEnd = r, map[int]bool{}
 	x.started.Store(int64(r.startBlock) - 1)
 	r.x = x
@@ -455,12 +486,15 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
-	sp.db = r.newDebloater()
+	if sp.db = r.newDebloater(); sp.db != nil {
+		sp.db.shared = x.limits
+	}
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
 	}
 	x.workers = append(x.workers, w)
 	x.current = append(x.current, -1)
+	x.reading = append(x.reading, false)
 	x.routed = append(x.routed, 0)
 	x.retired = append(x.retired, false)
 	return w, nil
@@ -556,16 +590,26 @@ func firstBlock(start, w, m int) int {
 	return start + ((w-start)%m+m)%m
 }
 
-// restoredBlock is the block a checkpoint's workers resume at. A checkpoint
-// of the single source stage (a position in records, no block) fits when
-// that position is where a block starts (core.BlockStarts).
-func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
+// blockRecords is the checkpoint metadata's source key for the records
+// of block "block" before the barrier (Metadata.Sources); absent when the
+// barrier is at the block's start.
+const blockRecords = "block_records"
+
+// restoredBlock is the position a checkpoint's workers resume at: block b,
+// and the records of b before it, which b's worker drops. A checkpoint of
+// the single source stage (a position in records, no block) fits a source
+// that knows where its blocks start (core.BlockStarts): the first block
+// starting at the position, or else the last one starting before it.
+func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (b int, skip int64, err error) {
 	if b, ok := meta.Sources["block"]; ok {
-		return int(b), nil
+		if skip = meta.Sources[blockRecords]; skip < 0 {
+			return 0, 0, fmt.Errorf("%w: it records %d records of block %d before its position", ErrCheckpointMismatch, skip, b)
+		}
+		return int(b), skip, nil
 	}
 	pos := meta.Sources["source"]
 	if pos == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if bs, ok := src.(core.BlockStarts); ok && src.Blocks() != 0 {
 		n := src.Blocks()
@@ -575,10 +619,13 @@ func restoredBlock(meta *snapshot.Metadata, src core.Splittable) (int, error) {
 		// The first block starting at or after pos.
 		b := sort.Search(n, func(b int) bool { return bs.BlockStart(b) >= pos })
 		if b < n && bs.BlockStart(b) == pos {
-			return b, nil
+			return b, 0, nil
 		}
+		// Inside block b-1 (block 0 starts at 0 < pos); past the input's
+		// end, b-1's worker finds the block too short and fails.
+		return b - 1, pos - bs.BlockStart(b-1), nil
 	}
-	return 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, or a streamd from before 2026-12-01) at record %d, inside a block, and this job reads its source by blocks: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
+	return 0, 0, fmt.Errorf("%w: it was taken with one source stage (a rate-limited generator, or a streamd from before 2026-12-01) at record %d, and this job reads by blocks a source that cannot say where they start: resume it with the settings it was taken with", ErrCheckpointMismatch, pos)
 }
 
 // resumesAtRecord says whether checkpoint meta was taken by the single
@@ -634,7 +681,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 		x.mu.Unlock()
 		return -1, nil
 	}
-	x.current[w.id] = b
+	x.current[w.id], x.reading[w.id] = b, true
 	if int64(b) > x.started.Load() {
 		x.started.Store(int64(b))
 	}
@@ -653,29 +700,25 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	x.routed[w.id] = k
 	cfg := x.configs[k]
 	var err error
-	// One barrier pending at a time, and never at a routing's first block
-	// (the channels' Reconfig marker has that sequence number).
-	if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && upd == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
-		switch {
-		case r.ck != nil && r.ck.due():
-			r.ck.epoch++
-			r.ck.begin(r.ck.epoch)
-			x.pending = next
-			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
-			x.pendingInfo.updates = r.updatesText
-		default:
-			placed := false
-			if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
-				placed, err = r.placeControl(next)
-			}
-			if r.own != nil && !placed && err == nil && r.own.next(r, false) {
-				placed, err = r.placeControl(next)
-			}
-			if r.bal != nil && !placed {
-				last := x.configs[len(x.configs)-1]
-				if t := r.bal.next(r, last.table); t != nil {
-					err = r.placeChange(last.channels(), next, t)
-				}
+	// A checkpoint due (counting block starts for EveryBatches) is
+	// requested inside a block (midBarrier); changes are placed at the
+	// next block no worker has started, one pending at a time, never at
+	// a routing's first block (the channels' Reconfig marker has that
+	// sequence number).
+	if t := x.barrierBlock(); r.ck != nil && send == nil && t >= 0 && r.ck.due() {
+		r.requestBarrier(t)
+	} else if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && upd == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
+		placed := false
+		if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
+			placed, err = r.placeControl(next)
+		}
+		if r.own != nil && !placed && err == nil && r.own.next(r, false) {
+			placed, err = r.placeControl(next)
+		}
+		if r.bal != nil && !placed {
+			last := x.configs[len(x.configs)-1]
+			if t := r.bal.next(r, last.table); t != nil {
+				err = r.placeChange(last.channels(), next, t)
 			}
 		}
 	}
@@ -706,6 +749,105 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
 	return b, w.sp.route(m)
+}
+
+// barrierBlock is the block a checkpoint due now puts its barrier in
+// (x.mu held): the smallest block a worker is reading, at or after floor;
+// −1 when there is none. Any block being read would do (see midBarrier);
+// the smallest is the one the channels reach first.
+func (x *exchange) barrierBlock() int {
+	t := -1
+	for id, on := range x.reading {
+		if b := x.current[id]; on && b >= x.floor && (t < 0 || b < t) {
+			t = b
+		}
+	}
+	return t
+}
+
+// requestBarrier starts the next checkpoint and requests its barrier in
+// block t, which a worker is reading (x.mu held). A request not yet sent
+// is replaced: its checkpoint has timed out (a new one is due only when
+// none is in flight).
+func (r *run) requestBarrier(t int) {
+	x := r.x
+	r.ck.epoch++
+	r.ck.begin(r.ck.epoch)
+	x.mid, x.midInfo = t, &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
+	x.midReq.Store(int64(t))
+}
+
+// takeBarrier returns the barrier requested in block b and forgets the
+// request; nil if none is (x.mu held).
+func (x *exchange) takeBarrier(b int) *barrierInfo {
+	if x.mid != b {
+		return nil
+	}
+	info := x.midInfo
+	x.mid, x.midInfo = -1, nil
+	x.midReq.Store(-1)
+	return info
+}
+
+// midBarrier is what worker w does between two batches of block b, n
+// records of it read (ReadBlock's records, before event time and the
+// pre-region operators drop any), when a barrier is requested in b or
+// a checkpoint may be due by the clock: request one if it is (in the
+// smallest block being read, maybe b), and send the one requested in b,
+// at (b, n).
+//
+// Why a barrier there is a consistent cut, whatever M and N: the
+// channels take blocks in block order and each block's stream from its
+// worker's FIFO ring, so every channel meets the barrier after every
+// record of blocks < b and the first n of b, and before the rest of b
+// and every record of blocks > b, however far their workers have read:
+// one point of the sequential order, the same in every channel, which
+// the merger aligns as any marker. The checkpoint records (b, n) and the
+// state the channels hold there; a restore starts the workers at b, and
+// b's worker drops its first n records (sourceWorker).
+func (r *run) midBarrier(w *srcWorker, b int, n int64) error {
+	x := r.x
+	x.mu.Lock()
+	if x.mid != b && r.ck != nil && r.ck.dueByClock() {
+		if t := x.barrierBlock(); t >= 0 {
+			r.requestBarrier(t)
+		}
+	}
+	info := x.takeBarrier(b)
+	x.mu.Unlock()
+	if info == nil {
+		return nil
+	}
+	return r.sendBarrier(w, info, b, n)
+}
+
+// endBlock is what worker w does when it has read block b to its end:
+// it is no longer reading b, and sends the barrier requested in b if it
+// has not yet; that barrier is after every record of b, so its position
+// is the start of block b+1.
+func (r *run) endBlock(w *srcWorker, b int) error {
+	x := r.x
+	x.mu.Lock()
+	x.reading[w.id] = false
+	info := x.takeBarrier(b)
+	x.mu.Unlock()
+	if info == nil {
+		return nil
+	}
+	return r.sendBarrier(w, info, b+1, 0)
+}
+
+// sendBarrier sends checkpoint info's barrier from worker w, at position
+// (block b, n records of it), after everything w has routed.
+func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n int64) error {
+	x := r.x
+	info.block, info.record = int64(b), n
+	if _, counted := x.src.(core.BlockStarts); counted || b == 0 {
+		info.position = x.recordsBefore(b) + n
+	}
+	m := core.NewMarker(core.Barrier)
+	m.Epoch, m.Stamp, m.Control = info.epoch, time.Now().UnixNano(), info
+	return w.sp.route(m)
 }
 
 // workersFor is how many source workers a routing with n channels gets:
@@ -909,13 +1051,39 @@ func (r *run) startWorker(w *srcWorker) {
 
 // sourceWorker reads the blocks the routings give worker w, in order, and
 // feeds each through event time, the pre-region operators and its
-// splitter.
+// splitter. Between two batches it sends a barrier requested in its
+// block (midBarrier). Restored inside a block, it drops that block's
+// records before the position, reading them (a Parquet row group or a
+// text block cannot be entered in the middle; a generator's block is
+// cheap to make), with its error policy muted: their malformed records
+// were handled before the checkpoint.
 func (r *run) sourceWorker(w *srcWorker) {
 	sp := w.sp
+	x := r.x
 	w.chain = chainOf(w.pre.insts, sp.route)
 	maxT := int64(core.NoTime)
 	sc := w.cpu
+	// cur is the block being read; read counts its records emit has
+	// taken, skip those to drop (a restore inside cur).
+	var cur int
+	var read, skip int64
 	emit := func(b *core.Batch) error {
+		if read < skip {
+			k := min(int64(b.Len), skip-read)
+			read += k
+			if read == skip {
+				w.errs.Unmute()
+			}
+			if k == int64(b.Len) {
+				b.Release()
+				return nil
+			}
+			for i := int(k); i < b.Len; i++ { // cannot happen with the batches of Next
+				b.Move(i-int(k), i)
+			}
+			b.Truncate(b.Len - int(k))
+		}
+		read += int64(b.Len)
 		var err error
 		if maxT, err = r.admit(b, sc, maxT, w.errs, w.ahead); err != nil {
 			b.Release()
@@ -929,15 +1097,20 @@ func (r *run) sourceWorker(w *srcWorker) {
 		if err := w.chain.Push(b); err != nil {
 			return err
 		}
-		if maxT == core.NoTime {
-			return nil
+		if maxT != core.NoTime {
+			// The watermark candidate: pre-region operators are stateless
+			// (their Watermark does nothing), so it goes to the splitter
+			// directly.
+			mk := core.NewMarker(core.Watermark)
+			mk.Watermark, mk.Stamp = maxT, stamp
+			if err := sp.route(mk); err != nil {
+				return err
+			}
 		}
-		// The watermark candidate: pre-region operators are stateless
-		// (their Watermark does nothing), so it goes to the splitter
-		// directly.
-		mk := core.NewMarker(core.Watermark)
-		mk.Watermark, mk.Stamp = maxT, stamp
-		return sp.route(mk)
+		if x.midReq.Load() == int64(cur) || r.ck != nil && r.ck.dueByClock() {
+			return r.midBarrier(w, cur, read)
+		}
+		return nil
 	}
 	err := r.ctx.Err()
 	for b := -1; err == nil; {
@@ -949,6 +1122,19 @@ func (r *run) sourceWorker(w *srcWorker) {
 		}
 		base := uint64(b) << blockSeqBits
 		sp.seq, maxT = base, core.NoTime
+		cur, read, skip = b, 0, 0
+		if sp.db != nil {
+			sp.db.seed(sp.rings)
+		}
+		if b == r.startBlock && r.startSkip > 0 {
+			skip = r.startSkip
+			w.errs.Mute()
+		}
+		if x.midReq.Load() == int64(b) { // requested before the block's first record
+			if err = r.midBarrier(w, b, skip); err != nil {
+				break
+			}
+		}
 		if err = r.x.src.ReadBlock(r.ctx, b, w.errs, emit); err != nil {
 			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
 				if !r.blockFailed(b, err) {
@@ -960,6 +1146,13 @@ func (r *run) sourceWorker(w *srcWorker) {
 					return
 				}
 			}
+			break
+		}
+		if read < skip {
+			err = fmt.Errorf("restore: block %d ended %d records before the checkpoint's position", b, skip-read)
+			break
+		}
+		if err = r.endBlock(w, b); err != nil {
 			break
 		}
 		// Dead letters met after the block's last batch go to the merger

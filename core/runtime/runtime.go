@@ -117,6 +117,9 @@ type run struct {
 	splitIn    *core.Schema // the splitters' input schema (workers added later)
 	splitters  []*splitter
 	startBlock int // the block the workers start at (a restore's)
+	// startSkip is the records of startBlock a restore's worker drops
+	// (the checkpoint was taken inside the block).
+	startSkip int64
 
 	// Operator instances of every stage, ever (instantiate, closeSet).
 	instMu sync.Mutex
@@ -446,7 +449,7 @@ func (r *run) build() error {
 						return err
 					}
 				}
-			} else if r.startBlock, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
+			} else if r.startBlock, r.startSkip, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
 				return err
 			}
 		}
@@ -881,7 +884,7 @@ func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Repl
 		return nil
 	}
 	for wait := 50 * time.Microsecond; r.draining(); wait = min(2*wait, 5*time.Millisecond) {
-		if r.ck.dueAtEnd() {
+		if r.ck.dueByClock() {
 			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times); err != nil {
 				return err
 			}

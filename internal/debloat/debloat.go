@@ -52,7 +52,10 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 	if !c.started {
 		// The push that found the ring full opens the first window; its
 		// own wait began before it.
-		c.started, c.t0, c.popped0, c.limit = true, now-blockedNs, popped-0, c.Max
+		c.started, c.t0, c.popped0 = true, now-blockedNs, popped-0
+		if c.limit == 0 { // not seeded
+			c.limit = c.Max
+		}
 	}
 	c.blocked += blockedNs
 	span := now - c.t0
@@ -72,6 +75,16 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 	}
 	c.limit = min(max(c.limit, c.Min), c.Max)
 	c.t0, c.popped0, c.blocked = now, popped, 0
+	return c.limit
+}
+
+// Seed sets the limit in force until the next decision, within [Min,
+// Max], and returns it: a producer that starts pushing to a ring again
+// takes the limit measured for the same consumer on another ring (the
+// source workers' rings to one channel, which it drains one at a time),
+// instead of filling the ring to Max before its own first decision.
+func (c *Controller) Seed(limit int) int {
+	c.limit = min(max(limit, c.Min), c.Max)
 	return c.limit
 }
 

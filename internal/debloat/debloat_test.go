@@ -86,3 +86,27 @@ func TestWindow(t *testing.T) {
 		t.Fatalf("after the window: limit %d, want 30", l)
 	}
 }
+
+// Seed sets the limit until the next decision, within [Min, Max]; the
+// decision after it is made from the window as before.
+func TestSeed(t *testing.T) {
+	c := &Controller{Target: int64(time.Second), Min: 4, Max: 64}
+	if l := c.Seed(10); l != 10 || c.Limit() != 10 {
+		t.Fatalf("seeded 10: %d, limit %d", l, c.Limit())
+	}
+	if l := c.Seed(1); l != 4 {
+		t.Fatalf("seeded 1: %d, want Min 4", l)
+	}
+	if l := c.Seed(100); l != 64 {
+		t.Fatalf("seeded 100: %d, want Max 64", l)
+	}
+	c.Seed(10)
+	// Inside the first window: the seed holds.
+	if l := c.Observe(100*ms, 1, 100*ms); l != 10 {
+		t.Fatalf("limit %d inside the first window, want the seed 10", l)
+	}
+	// A window of backpressure at 5 slots/s decides 5.
+	if l := c.Observe(1100*ms, 6, 1000*ms); l != 5 {
+		t.Fatalf("limit %d after a window at 5/s, want 5", l)
+	}
+}

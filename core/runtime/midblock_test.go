@@ -1,0 +1,144 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"streamd/core"
+	"streamd/core/runtime"
+	"streamd/snapshot"
+)
+
+// fixedBlocks is a blockSource over recs in full batches, perBlock
+// batches a block.
+func fixedBlocks(recs []rec, perBlock int) *blockSource {
+	s := &blockSource{recs: recs, cuts: []int{0}, blocks: []int{0}}
+	for i := 0; i < len(recs); {
+		i = min(len(recs), i+core.BatchSize)
+		s.cuts = append(s.cuts, i)
+	}
+	for b := 0; b < len(s.cuts)-1; {
+		b = min(len(s.cuts)-1, b+perBlock)
+		s.blocks = append(s.blocks, b)
+	}
+	return s
+}
+
+// Issue 14 with source workers: under sustained backpressure checkpoints
+// complete within twice their interval. One channel's operator is slow (a
+// gate the test opens batch by batch while a scripted clock moves 1 s per
+// batch; interval 10 s) and blocks are long (32 batches, 32 s of the
+// gate's work): a barrier placed before the next block no worker has
+// started would wait for the blocks in flight, half a minute and more.
+// Placed inside the block the channel reads, it waits only behind what
+// the debloated rings hold. Once the first M blocks (read into rings
+// before anything was measured) are through, three checkpoints in a row
+// each reach the gate within one interval of coming due, for 2 and 4
+// source workers; the job is then stopped and restored from the last one
+// (taken inside a block) with other worker and channel counts, and the
+// output is exact.
+func TestExchangeCheckpointsUnderBackpressure(t *testing.T) {
+	const interval, perBlock = 10 * time.Second, 32
+	recs := genRecords(150_000, 50, 5)
+	want := expected(recs)
+	for _, m := range []int{2, 4} {
+		store, err := snapshot.Open(t.TempDir(), 3, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock := &manualClock{}
+		sink := &epochMem{}
+		g := newGate(false)
+		job, err := windowJob(recs, 1, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Source, job.SourceParallelism = fixedBlocks(recs, perBlock), m
+		job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
+		job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now}
+		var live atomic.Pointer[runtime.Live]
+		job.OnStart = func(l runtime.Live) { live.Store(&l) }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := runtime.Run(ctx, job); done <- err }()
+		stop := func() {
+			cancel()
+			close(g.finish)
+			close(g.release)
+			<-done
+		}
+		waitFor(t, "the job to start", func() bool { return live.Load() != nil })
+		l := *live.Load()
+		released := int64(0)
+		// step moves the clock 1 s and lets the gate take one batch, once
+		// channel 0's rings hold debloating's minimum: the gate never
+		// waits for the workers, the workers always for the gate.
+		step := func() {
+			waitFor(t, "the workers to fill the rings", func() bool { return l.RingLen()[0] >= 4 })
+			clock.add(time.Second)
+			select {
+			case g.release <- struct{}{}:
+				released++
+			case err := <-done:
+				t.Fatalf("%d workers: the job ended after %d batches: %v", m, released, err)
+			}
+		}
+		// Each checkpoint comes due one interval after the last completed
+		// (or the start), by the clock, which stands still from when the
+		// test sees a barrier at the gate until the checkpoint is counted:
+		// it is due at that clock + the interval, or a second before (the
+		// gate may have taken a batch after the barrier before the test
+		// looked), so a barrier that reaches the gate behind <= secs-1
+		// batches after that completed within one interval.
+		secs := int64(interval / time.Second)
+		due := secs
+		var last *snapshot.Checkpoint
+		for k, checked := uint64(1), 0; checked < 3; k++ {
+			var at int64
+			for at = -1; at < 0; {
+				select {
+				case at = <-g.barriers:
+				default:
+					step()
+				}
+			}
+			waitFor(t, "the checkpoint", func() bool { return l.Snapshot().Checkpoints == int64(k) })
+			if last, _, err = store.Latest(); err != nil || last.Meta.ID != k {
+				t.Fatalf("checkpoint %d: the store's newest is %v (%v)", k, last, err)
+			}
+			behind := at - due
+			t.Logf("%d workers: checkpoint %d due after batch %d reached the gate after batch %d (%d s); position block %d, %d records in",
+				m, k, due, at, behind, last.Meta.Sources["block"], last.Meta.Sources["block_records"])
+			if due >= int64(m*perBlock) { // past the blocks read before any measure
+				checked++
+				if behind > secs-1 {
+					t.Errorf("%d workers: checkpoint %d came due after batch %d and reached the slow operator after batch %d: %d s, more than the interval", m, k, due, at, behind)
+				}
+			}
+			due = clock.ns.Load()/int64(time.Second) + secs
+		}
+		if last.Meta.Sources["block_records"] == 0 {
+			t.Errorf("%d workers: the last checkpoint is at a block's start (%v): not the case this test is for", m, last.Meta.Sources)
+		}
+		stop()
+
+		// Restore from the last checkpoint, inside a block, with 3 workers
+		// and 2 channels.
+		job2, err := windowJob(recs, 2, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job2.Source, job2.SourceParallelism = fixedBlocks(recs, perBlock), 3
+		job2.Region.Ops = append([]core.OperatorDef{newGate(true).def()}, job2.Region.Ops...)
+		job2.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now, Restore: last}
+		if _, err := runtime.Run(context.Background(), job2); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.lines(); !slices.Equal(got, want) {
+			t.Fatalf("%d workers: restored output: %d lines vs %d: %s", m, len(got), len(want), diffAt(got, want))
+		}
+	}
+}
