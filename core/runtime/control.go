@@ -598,6 +598,10 @@ type PlanOperator struct {
 	Updatable bool   `json:"updatable"`
 }
 
+// Queued is the number of requests waiting to be placed: sent, not yet
+// taken by the stage that places them.
+func (l Live) Queued() int { return int(l.r.ctl.queued.Load()) }
+
 // Plan returns the job's plan now.
 func (l Live) Plan() Plan {
 	r := l.r
