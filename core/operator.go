@@ -167,6 +167,30 @@ type OperatorDef struct {
 	// differs is refused (ErrCheckpointMismatch) rather than reading state
 	// of another shape. Empty for stateless operators.
 	State string
+	// Retune, for a keyed operator some of whose settings can change in a
+	// running job without changing its state (a window's allowed
+	// lateness), takes an update: next is the definition the update built
+	// from the operator's new entry. It returns the definition that stages
+	// started from the sync point on instantiate — this one's state store
+	// with next's settings — or an error saying why next cannot be taken
+	// in place (another state layout). Instances implement Retuner and
+	// take the settings at the sync point. Nil: the operator cannot be
+	// changed while it runs.
+	Retune func(next OperatorDef) (OperatorDef, error)
+	// Settings are what Retune and Retuner read from a definition an
+	// update built (a window's: its allowed lateness); opaque to the
+	// runtime. Nil for operators without Retune.
+	Settings any
+}
+
+// Retuner is implemented by the instances of operators with
+// OperatorDef.Retune. At an update's sync point — after every record
+// before it, before any after it — the runtime calls Retune on the
+// instance's goroutine with the definition Retune returned; the instance
+// keeps its state and uses def's settings from then on. An error fails
+// the job.
+type Retuner interface {
+	Retune(def OperatorDef) error
 }
 
 // Counters are an operator's record counts, summed over its instances.

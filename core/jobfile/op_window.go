@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -19,6 +20,10 @@ type WindowSpec struct {
 	Slide      string        `yaml:"slide"`
 	Aggregates yaml.MapSlice `yaml:"aggregates"` // name: fn(arg)
 	Late       string        `yaml:"late"`
+	// AllowedLateness keeps a window's state after it fires, for a
+	// duration of event time, and fires it again for each record that
+	// arrives in that time (window.Spec.AllowedLateness; default 0: none).
+	AllowedLateness string `yaml:"allowed_lateness,omitempty"`
 	// TimeZone is the zone whose calendar cuts 1d, 1w, 1mo, 1q and 1y
 	// windows ("" = UTC).
 	TimeZone string `yaml:"time_zone,omitempty"`
@@ -31,7 +36,7 @@ type WindowSpec struct {
 }
 
 // window: {size, slide, time_zone, week_start, key, aggregates, late,
-// local_aggregation}
+// allowed_lateness, local_aggregation}
 // aggregates per key over tumbling or sliding event-time windows
 // (window.New): of a fixed length (1h, 15m) aligned to the epoch, or
 // calendar periods (1d, 1w, 1mo, 1q, 1y) of a time zone. Keyed: its state is
@@ -68,12 +73,68 @@ func buildWindow(b *opBuild, w *WindowSpec) (core.OperatorDef, error) {
 	default:
 		return def, b.errAt(".late", "late %q: expected drop or dead_letter", w.Late)
 	}
+	lateness, err := b.allowedLateness(w.AllowedLateness)
+	if err != nil {
+		return def, err
+	}
 	spec := window.Spec{Name: b.name, Key: key, Size: int64(size), Slide: int64(slide), Calendar: cal,
-		Aggs: aggs, LateToDeadLetter: late, Groups: b.region.Groups}
+		Aggs: aggs, LateToDeadLetter: late, AllowedLateness: int64(lateness), Groups: b.region.Groups}
 	if spec.Local, err = b.localAggregation(w.LocalAggregation, &spec); err != nil {
 		return def, err
 	}
 	return window.New(spec, b.in)
+}
+
+// allowedLateness reads allowed_lateness: a duration ≥ 0 (default 0).
+func (b *opBuild) allowedLateness(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, b.errAt(".allowed_lateness", "allowed_lateness %q: expected a duration ≥ 0 (e.g. 30s, 5m, 1h)", s)
+	}
+	return d, nil
+}
+
+// windowChange names the first setting, other than allowed_lateness, that
+// an update of a window from old to next changes (key is each one's
+// grouping key, the region's when not given), with its values; "" when
+// only the allowed lateness may differ. Those settings fix the window's
+// state layout (size, slide, calendar, key, aggregates) or how records
+// reach it (late, local_aggregation).
+func windowChange(old, next *WindowSpec, oldKey, nextKey []string) string {
+	for _, c := range []struct{ field, was, is string }{
+		{"size", old.Size, next.Size},
+		{"slide", old.Slide, next.Slide},
+		{"time_zone", old.TimeZone, next.TimeZone},
+		{"week_start", old.WeekStart, next.WeekStart},
+		{"key", strings.Join(oldKey, ", "), strings.Join(nextKey, ", ")},
+		{"aggregates", aggText(old.Aggregates), aggText(next.Aggregates)},
+		{"late", old.Late, next.Late},
+		{"local_aggregation", old.LocalAggregation, next.LocalAggregation},
+	} {
+		if c.was != c.is {
+			return fmt.Sprintf("%s (%s → %s)", c.field, orNone(c.was), orNone(c.is))
+		}
+	}
+	return ""
+}
+
+// aggText writes a window's aggregates as the job file does.
+func aggText(m yaml.MapSlice) string {
+	var parts []string
+	for _, it := range m {
+		parts = append(parts, fmt.Sprintf("%v: %v", it.Key, it.Value))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not set"
+	}
+	return s
 }
 
 // localAggregation reads local_aggregation: off (the default), on, or

@@ -20,8 +20,11 @@ import (
 // input. Errors are *Error values whose File is source (the request, for
 // the control plane) and whose Line and Column are in body. Whether the
 // running job can take the definition (a stateless operator, the same
-// output schema) is runtime.Live.Update's to say; a keyed operator is
-// refused here already, with its state layout before and after.
+// output schema, a window's Retune) is runtime.Live.Update's to say. A
+// keyed operator is refused here already, with its state layout before and
+// after, except a window whose update changes nothing but its
+// allowed_lateness; a window update that changes another setting is
+// refused naming it.
 func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source string) (core.OperatorDef, error) {
 	var none core.OperatorDef
 	type entry struct {
@@ -106,10 +109,20 @@ func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source st
 		return none, g.errAt(k.name, "%s", strings.TrimPrefix(msg, b.name+": "))
 	}
 	if k.keyed {
-		if def.State != found.old.State {
-			return none, fmt.Errorf("%w: operator %s keeps keyed state; this update would change its state layout (%s → %s), which a running job cannot convert: only stateless operators (filter, map) can be updated", runtime.ErrRefused, name, found.old.State, def.State)
+		if k.name == "window" {
+			_, was, _ := opKinds.chosen(found.spec.ops)
+			ow, nw := was.(*WindowSpec), v.(*WindowSpec)
+			oldKey, _ := (&opBuild{keyAt: keyAt{f, found.path}, region: found.reg}).groupKey(ow.Key)
+			nextKey, _ := b.groupKey(nw.Key)
+			if c := windowChange(ow, nw, oldKey, nextKey); c != "" {
+				return none, fmt.Errorf("%w: window %s keeps keyed state; this update would change its state layout or input: %s; an update of a running window may change only allowed_lateness", runtime.ErrRefused, name, c)
+			}
+			return def, nil // the runtime's Retune takes it in place
 		}
-		return none, fmt.Errorf("%w: operator %s keeps keyed state (%s): only stateless operators (filter, map) can be updated; a window has no allowed lateness to change in this version", runtime.ErrRefused, name, def.State)
+		if def.State != found.old.State {
+			return none, fmt.Errorf("%w: operator %s keeps keyed state; this update would change its state layout (%s → %s), which a running job cannot convert: only stateless operators (filter, map) and a window's allowed_lateness can be updated", runtime.ErrRefused, name, found.old.State, def.State)
+		}
+		return none, fmt.Errorf("%w: operator %s keeps keyed state (%s): only stateless operators (filter, map) and a window's allowed_lateness can be updated", runtime.ErrRefused, name, def.State)
 	}
 	return def, nil
 }

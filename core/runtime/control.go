@@ -289,7 +289,7 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 			u.position = r.position()
 			r.commitUpdate(u)
 			if u.stage == stagePre {
-				if err := swapInstance(r.pre.insts, u.index, u.def, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
+				if err := applyUpdate(r.pre.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
 					r.answer(q, Outcome{Position: u.position}, nil, err)
 					return pre, err
 				}
@@ -617,6 +617,10 @@ type PlanOperator struct {
 	Updatable bool   `json:"updatable"`
 }
 
+// Queued is the number of requests waiting to be placed: sent, not yet
+// taken by the stage that places them.
+func (l Live) Queued() int { return int(l.r.ctl.queued.Load()) }
+
 // Plan returns the job's plan now.
 func (l Live) Plan() Plan {
 	r := l.r
@@ -650,7 +654,7 @@ func (l Live) Plan() Plan {
 		defs []core.OperatorDef
 	}{{"pre", r.job.Pre}, {"region", r.job.regionOps()}, {"post", r.job.Post}} {
 		for _, d := range s.defs {
-			p.Operators = append(p.Operators, PlanOperator{Name: d.Name, Stage: s.name, Updatable: d.State == "" && d.Partial == nil})
+			p.Operators = append(p.Operators, PlanOperator{Name: d.Name, Stage: s.name, Updatable: (d.State == "" && d.Partial == nil) || d.Retune != nil})
 		}
 	}
 	p.Paused = r.ctl.paused.Load()

@@ -730,7 +730,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], cfg.table)
 	}
 	for _, u := range swaps {
-		if err := swapInstance(w.pre.insts, u.index, u.def, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
+		if err := applyUpdate(w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
 			return -1, err
 		}
 		w.chain = chainOf(w.pre.insts, w.sp.route)

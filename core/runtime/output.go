@@ -169,9 +169,10 @@ func (r *run) buildOutput(k int) error {
 }
 
 // Push is what the merger hands its output to (in place of the post-region
-// chain): data batches and barriers round-robin to the workers, End to
-// every worker; other markers matter only to operators that keep state,
-// which the post-region ones do not. For parts, data goes by chunks
+// chain): data batches and barriers round-robin to the workers, End and
+// Update markers (a change of logic of a post-region operator) to every
+// worker; other markers matter only to operators that keep state, which
+// the post-region ones do not. For parts, data goes by chunks
 // (PartChunk). It takes ownership of b. Merger only (or the source stage,
 // for parts without a region).
 func (o *output) Push(b *core.Batch) error {
@@ -187,11 +188,19 @@ func (o *output) Push(b *core.Batch) error {
 			discard(b)
 			return err
 		}
-	case core.End:
+	case core.End, core.Update:
+		if u := updateOf(b); b.Kind == core.Update && (u == nil || u.stage != stagePost) {
+			b.Release() // the stages before took it
+			return nil
+		}
+		// To every worker. An Update marker is no item: the workers do
+		// not count it, so the round-robin order of items goes on as
+		// before, and each worker meets it after every batch it was given
+		// before the sync point and before any after it.
 		for j := range o.in {
 			w := (o.next + j) % len(o.in)
-			m := core.NewMarker(core.End)
-			m.MarkSeq, m.Stamp = b.MarkSeq, b.Stamp
+			m := core.NewMarker(b.Kind)
+			m.MarkSeq, m.Stamp, m.Control = b.MarkSeq, b.Stamp, b.Control
 			if _, err := sc.push(o.in[w], m); err != nil {
 				m.Release()
 				b.Release()
@@ -280,7 +289,7 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 	var cur *encoded
 	items := 0        // data items placed (positional writes)
 	var todo []placed // items this worker writes (positional writes)
-	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
+	final := func(b *core.Batch) error {
 		switch b.Kind {
 		case core.Data:
 			r.recOut.Add(int64(b.Len))
@@ -292,13 +301,22 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		}
 		b.Release()
 		return nil
-	})
+	}
+	chain := chainOf(o.posts[w].insts, final)
 	k := int64(len(o.in))
 	defer o.fails.done(r, w)
 	for seen := int64(0); ; {
 		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
+		}
+		if b.Kind == core.Update {
+			// A change of logic: not an item (update.go).
+			if err := r.updatePost(w, b); err != nil {
+				return err
+			}
+			chain = chainOf(o.posts[w].insts, final)
+			continue
 		}
 		end := b.Kind == core.End
 		t := seen*k + int64(w) // the merger's item index (data and barriers)
@@ -490,7 +508,7 @@ func (r *run) partWorker(w int, sc *stageCPU) error {
 	o := r.out
 	part := o.parts.Part(w)
 	hook := r.job.OnSink
-	chain := chainOf(o.posts[w].insts, func(b *core.Batch) error {
+	final := func(b *core.Batch) error {
 		defer b.Release()
 		if b.Kind != core.Data {
 			return nil
@@ -500,11 +518,19 @@ func (r *run) partWorker(w int, sc *stageCPU) error {
 			hook(b)
 		}
 		return part.Write(b)
-	})
+	}
+	chain := chainOf(o.posts[w].insts, final)
 	for {
 		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
+		}
+		if b.Kind == core.Update {
+			if err := r.updatePost(w, b); err != nil {
+				return err
+			}
+			chain = chainOf(o.posts[w].insts, final)
+			continue
 		}
 		end := b.Kind == core.End
 		if err := chain.Push(b); err != nil {
@@ -514,6 +540,19 @@ func (r *run) partWorker(w int, sc *stageCPU) error {
 			return nil
 		}
 	}
+}
+
+// updatePost carries out, on worker w, the change of logic an Update
+// marker b brings: the worker's instance of a post-region operator is
+// replaced (or retuned). It takes ownership of b. Markers for operators of
+// other stages are dropped: those stages took them already.
+func (r *run) updatePost(w int, b *core.Batch) error {
+	u := updateOf(b)
+	b.Release()
+	if u == nil || u.stage != stagePost {
+		return nil
+	}
+	return applyUpdate(r.out.posts[w].insts, u, core.Env{Channel: w, Channels: len(r.out.in), Errors: r.job.Errors})
 }
 
 // release returns it to the pool, releasing a marker it still holds.

@@ -1172,7 +1172,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		}
 		if u := updateOf(b); u != nil && u.stage == stageRegion {
 			env := core.Env{Channel: c, Channels: int(r.curChans.Load()), Errors: errs}
-			if err := swapInstance(insts, u.index, u.def, env); err != nil {
+			if err := applyUpdate(insts, u, env); err != nil {
 				b.Release()
 				r.fail(fmt.Errorf("channel %d: %w", c, err))
 				in.Cancel()
@@ -1365,12 +1365,13 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 					ended = e
 					continue
 				}
-				if u := updateOf(mk); u != nil && u.stage == stagePost {
+				if u := updateOf(mk); u != nil && u.stage == stagePost && r.out == nil {
 					// Every channel is past the sync point: the post-region
-					// operators (on this goroutine; update.go refuses
-					// output workers) take the new logic.
+					// operators (on this goroutine) take the new logic.
+					// With output workers the marker goes on to every
+					// worker (output.Push), which updates its own.
 					if err = flushCur(); err == nil {
-						err = swapInstance(r.post.insts, u.index, u.def, core.Env{Channels: 1, Errors: r.job.Errors})
+						err = applyUpdate(r.post.insts, u, core.Env{Channels: 1, Errors: r.job.Errors})
 					}
 					if err != nil {
 						mk.Release()

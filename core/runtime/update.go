@@ -32,10 +32,19 @@ import (
 //     write: a stage started for an earlier routing keeps the slice it
 //     was given and meets the marker.
 //
-// Only operators without keyed state (OperatorDef.State empty, no
-// Partial) can be updated, and only with a definition of the same input
-// and output schema: the state of a stateful operator and the schema
-// every later operator was built for stay as they are.
+// Operators without keyed state (OperatorDef.State empty, no Partial)
+// can be replaced, with a definition of the same input and output schema:
+// the schema every later operator was built for stays as it is. A keyed
+// operator with OperatorDef.Retune (a window: its allowed lateness) keeps
+// its instances and state: each instance takes the new settings at the
+// sync point (core.Retuner), and stages started later instantiate the
+// definition Retune returned, which shares the state store.
+//
+// With output workers, each worker runs its own post-region instances:
+// the merger hands the Update marker to every worker, in its place in the
+// round-robin order (output.Push), and each replaces its instance when it
+// pops it — after every batch the merger released before the sync point,
+// before any released after it.
 
 // Stages an update can target.
 const (
@@ -52,6 +61,10 @@ type update struct {
 	stage int
 	index int
 	def   core.OperatorDef
+	// retune: the operator keeps its instances, which take def's settings
+	// at the sync point (core.Retuner); otherwise they are replaced by
+	// instances of def.
+	retune bool
 	// body is the operator's new entry as the request gave it (job-file
 	// YAML or JSON), recorded by the checkpoints after the sync point so
 	// that a restore runs with the logic in force at its barrier.
@@ -105,15 +118,23 @@ func (r *run) locate(name string, def core.OperatorDef) (*update, error) {
 			if old.Name != name {
 				continue
 			}
+			if old.State != "" && old.Retune != nil && def.State == old.State {
+				// A keyed operator that takes new settings in place (a
+				// window's allowed lateness): its instances keep their state.
+				next, err := old.Retune(def)
+				if err != nil {
+					return nil, refused("%v", err)
+				}
+				next.Name = old.Name
+				return &update{name: name, stage: s, index: i, def: next, retune: true}, nil
+			}
 			switch {
 			case old.State != "" || def.State != "":
-				return nil, refused("operator %s keeps keyed state (%s): an update would change its state layout, which a running job cannot convert; only stateless operators (filter, map) can be updated", name, cmpState(old.State, def.State))
+				return nil, refused("operator %s keeps keyed state (%s): an update would change its state layout, which a running job cannot convert; only stateless operators (filter, map) and a window's allowed lateness can be updated", name, cmpState(old.State, def.State))
 			case old.Partial != nil:
 				return nil, refused("operator %s runs a pre-aggregation in every channel: it cannot be updated", name)
 			case !sameSchema(old.Out, def.Out):
 				return nil, refused("operator %s: the update changes its output from %s to %s; every operator after it was built for the first", name, old.Out, def.Out)
-			case s == stagePost && r.out != nil:
-				return nil, refused("operator %s runs in the output workers (runtime.output_workers), which cannot take an update yet: run the job with --output-workers off (runtime.output_workers: -1) to update it", name)
 			}
 			def.Name = old.Name
 			return &update{name: name, stage: s, index: i, def: def}, nil
@@ -180,6 +201,24 @@ func (r *run) commitUpdate(u *update) {
 		r.chanOps = slices.Clone(r.chanOps)
 		r.chanOps[u.index] = u.def
 	}
+}
+
+// applyUpdate carries out u on a stage's instances (on the stage's
+// goroutine, at the sync point): instance u.index takes u.def's settings
+// (retune) or is replaced by a new instance of u.def.
+func applyUpdate(insts []instance, u *update, env core.Env) error {
+	if !u.retune {
+		return swapInstance(insts, u.index, u.def, env)
+	}
+	rt, ok := insts[u.index].op.(core.Retuner)
+	if !ok {
+		return fmt.Errorf("update %s: its instances cannot take new settings", u.def.Name)
+	}
+	if err := rt.Retune(u.def); err != nil {
+		return fmt.Errorf("update %s: %w", u.def.Name, err)
+	}
+	insts[u.index].def = u.def
+	return nil
 }
 
 // swapInstance replaces instance i of a stage with a new instance of def

@@ -73,8 +73,12 @@ const (
 
 // LocalRefusal says why a window over aggs cannot fold before the
 // splitter, or "" when it can: a float aggregate (sum, avg, min or max of
-// a float64 field) or late records sent to the dead-letter file.
+// a float64 field), late records sent to the dead-letter file, or an
+// allowed lateness (a late firing per record).
 func LocalRefusal(spec *Spec, in *core.Schema) string {
+	if spec.AllowedLateness > 0 {
+		return "allowed_lateness fires a window again for each record that arrives late, which a partial of folded records no longer holds"
+	}
 	if spec.LateToDeadLetter {
 		return "late: dead_letter writes each late record, which a partial of folded records no longer holds"
 	}
@@ -303,26 +307,26 @@ func (l *localOp) Finish(uint64, *core.Emitter) error           { return nil }
 // processWide is the global step: it handles a batch of the local step's
 // wide schema, adding raw records as Process does and merging partials
 // into their panes.
-func (w *windowOp) processWide(in *core.Batch) error {
+func (w *windowOp) processWide(in *core.Batch, out *core.Emitter) error {
 	nw := w.in.Width()
 	for i := 0; i < in.Len; i++ {
 		row := in.Row(i)
 		weight := row[nw].Int()
 		if weight == 0 {
-			if err := w.add(in, i, row[:nw], w.in); err != nil {
+			if err := w.add(in, i, row[:nw], w.in, out); err != nil {
 				return err
 			}
 			continue
 		}
 		start, next, lastEnd := w.g.pane(in.Time[i])
-		if lastEnd-1 <= w.wm {
+		if lastEnd-1 <= w.late { // a window with a local step has no allowed lateness: late = wm
 			w.env.Errors.LateRecords(weight)
 			continue
 		}
-		if next-1 <= w.wm {
+		if next-1 <= w.late {
 			w.env.Errors.PartlyLateRecords(weight)
 		}
-		accs := w.paneAccs(in.Hash[i], row, start)
+		_, accs := w.paneAccs(in.Hash[i], row, start)
 		for a := range w.aggs {
 			f := row[nw+1+3*a:]
 			src := acc{n: f[0].Int(), i: f[1].Int(), w: uint64(f[2].Int())}

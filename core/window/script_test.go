@@ -32,6 +32,12 @@ func (gt) EvalBool(row []core.Value) (bool, error) { return row[1].Int() > 15, n
 //	watermark 10          event time reaches 10 s (watermark 10e9-1 ns)
 //	finish                end of stream
 //	late                  the late and partly late records so far
+//	lateness 5            an update of the allowed lateness to 5 s (Retune)
+//	state                 the keys and panes the window holds
+//	restore               a checkpoint of every key group, restored into a
+//	                      new instance at the same watermark
+//
+// The window line may give lateness=N, the allowed lateness in seconds.
 //
 // Run with -rewrite to regenerate the expected rows after a deliberate change.
 func TestScripts(t *testing.T) {
@@ -62,7 +68,10 @@ func runScript(t *testing.T, file string, nAggs int) {
 	aggs := []Agg{{Name: "n", Func: Count}, {Name: "sum", Func: Sum, Field: "v"}, {Name: "min", Func: Min, Field: "v"},
 		{Name: "max", Func: Max, Field: "v"}, {Name: "avg", Func: Avg, Field: "v"}, {Name: "big", Func: CountIf, If: gt{}}}[:nAggs]
 	var emitter *core.Emitter
+	var def core.OperatorDef
 	seq := uint64(0)
+	wm := int64(core.NoTime)
+	var args0 map[string]int64 // the window line's
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for sc.Scan() {
 		line := sc.Text()
@@ -83,11 +92,14 @@ func runScript(t *testing.T, file string, nAggs int) {
 			args[k] = n
 		}
 		seq++
+		if f[0] == "window" {
+			args0 = args
+		}
 		switch f[0] {
 		case "window", "running":
-			var def core.OperatorDef
 			if f[0] == "window" {
-				def, err = New(Spec{Name: "w", Key: []string{"k"}, Size: args["size"] * 1e9, Slide: args["slide"] * 1e9, Aggs: aggs, Groups: 16}, scriptSchema)
+				def, err = New(Spec{Name: "w", Key: []string{"k"}, Size: args["size"] * 1e9, Slide: args["slide"] * 1e9, Aggs: aggs, Groups: 16,
+					AllowedLateness: args["lateness"] * 1e9}, scriptSchema)
 			} else {
 				def, err = NewRunning(RunningSpec{Name: "r", Key: []string{"k"}, Aggs: aggs, Groups: 16}, scriptSchema)
 			}
@@ -124,7 +136,52 @@ func runScript(t *testing.T, file string, nAggs int) {
 			b.Release()
 		case "watermark":
 			n, _ := strconv.ParseInt(f[1], 10, 64)
+			wm = max(wm, n*1e9-1)
 			if err := op.Watermark(n*1e9-1, seq, emitter); err != nil {
+				t.Fatal(err)
+			}
+		case "lateness":
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			next, err := New(Spec{Name: "w", Key: []string{"k"}, Size: 1, Aggs: aggs, Groups: 16, AllowedLateness: n * 1e9}, scriptSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next.State = def.State // only the settings matter here
+			if def, err = def.Retune(next); err != nil {
+				t.Fatal(err)
+			}
+			if err := op.(core.Retuner).Retune(def); err != nil {
+				t.Fatal(err)
+			}
+		case "state":
+			w := op.(*windowOp)
+			keys, panes := 0, 0
+			for g := range 16 {
+				w.state.Range(g, func(_ uint64, st *keyState) bool {
+					for ; st != nil; st = st.next {
+						keys++
+						panes += len(st.panes)
+					}
+					return true
+				})
+			}
+			fmt.Fprintf(&out, "> keys=%d panes=%d\n", keys, panes)
+			continue
+		case "restore":
+			groups := make([]int, 16)
+			for g := range groups {
+				groups[g] = g
+			}
+			data := op.(core.AsyncSnapshotter).BeginSnapshot(groups).Bytes()
+			// A new job: its own state store, at the checkpoint's watermark.
+			again, err := New(Spec{Name: "w", Key: []string{"k"}, Size: args0["size"] * 1e9, Slide: args0["slide"] * 1e9, Aggs: aggs, Groups: 16,
+				AllowedLateness: def.Settings.(*settings).lateness}, scriptSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			def = again
+			op, _ = def.New(core.Env{Channels: 1, Errors: errs, Rescaled: true, Watermark: wm})
+			if err := op.(core.Snapshotter).RestoreGroups(data, nil); err != nil {
 				t.Fatal(err)
 			}
 		case "finish":

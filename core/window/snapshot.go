@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"streamd/core"
@@ -27,6 +28,16 @@ import (
 //
 // The key count is fixed-width so that a group is written in one pass
 // over its keys (the count is filled in after them).
+//
+// A window that keeps panes after they fire (Spec.AllowedLateness, now or
+// before an update) adds one block after the groups, numbered with the
+// group count (one past the last group): its expiry horizon (windowOp.late
+// at the barrier), a varint. A restore takes the largest horizon of the
+// files it reads, so windows that had expired, and whose state is gone,
+// stay expired under any lateness. A checkpoint without the block was
+// taken with lateness 0 throughout: its horizon is its watermark. Windows
+// that never had an allowed lateness write no such block, so their
+// checkpoints keep their format.
 // A key value is a varint for int64, timestamp and bool, 8 bytes LE for a
 // float64, and a length-prefixed string; a Nullable key field's value is
 // preceded by one byte, 1 for null (and nothing follows) or 0. Keys of
@@ -38,9 +49,16 @@ var errShort = errors.New("window snapshot: truncated")
 
 // SnapshotGroups implements core.Snapshotter.
 func (w *windowOp) SnapshotGroups(dst []byte, groups []int) ([]byte, error) {
-	dst = binary.AppendUvarint(dst, uint64(len(groups)))
+	n := len(groups)
+	if w.retain {
+		n++
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, g := range groups {
 		dst = w.writeGroup(dst, g)
+	}
+	if w.retain {
+		dst = appendHorizon(dst, w.spec.Groups, w.late)
 	}
 	return dst, nil
 }
@@ -51,8 +69,26 @@ func (w *windowOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 	if w.snap != nil {
 		w.snap.TouchAll() // the previous one must not read what this one's owner changes
 	}
-	w.snap = core.NewGroupSnapshot(groups, w.writeGroup)
+	write := w.writeGroup
+	if w.retain {
+		horizon, top := w.late, w.spec.Groups // as at the barrier
+		groups = append(slices.Clip(groups), top)
+		write = func(dst []byte, g int) []byte {
+			if g == top {
+				return appendHorizon(dst, top, horizon)
+			}
+			return w.writeGroup(dst, g)
+		}
+	}
+	w.snap = core.NewGroupSnapshot(groups, write)
 	return w.snap
+}
+
+// appendHorizon appends the block holding the expiry horizon, numbered
+// groups (see the format above).
+func appendHorizon(dst []byte, groups int, late int64) []byte {
+	dst = binary.AppendUvarint(dst, uint64(groups))
+	return binary.AppendVarint(dst, late)
 }
 
 // touch finishes group g's part of a snapshot in flight before g changes.
@@ -208,8 +244,14 @@ func appendAccs(dst []byte, accs []acc) []byte {
 func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 	d := decoder{b: data}
 	ng := d.uvarint()
+	horizon := false
 	for range ng {
 		g := int(d.uvarint())
+		if d.err == nil && g == w.spec.Groups && !horizon {
+			w.late = max(w.late, d.varint())
+			w.retain, horizon = true, true
+			continue
+		}
 		if d.err == nil && (g < 0 || g >= w.spec.Groups) {
 			return fmt.Errorf("window snapshot: key group %d of %d", g, w.spec.Groups)
 		}
@@ -250,6 +292,9 @@ func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 				if n := len(st.panes); n > 0 && st.panes[n-1].start >= p.start {
 					return fmt.Errorf("window snapshot: panes out of order")
 				}
+				if w.g.lastEnd(p.start)-1 <= w.wm {
+					w.retain = true // kept after its windows fired: purged when they expire
+				}
 				st.panes = append(st.panes, p)
 				w.register(st, len(st.panes)-1, r)
 			}
@@ -257,6 +302,9 @@ func (w *windowOp) RestoreGroups(data []byte, keep func(group int) bool) error {
 	}
 	if d.err == nil && len(d.b) != 0 {
 		return fmt.Errorf("window snapshot: %d bytes left over", len(d.b))
+	}
+	if !horizon {
+		w.late = max(w.late, w.wm) // taken with lateness 0: expired = fired
 	}
 	return d.err
 }

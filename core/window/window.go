@@ -30,6 +30,15 @@ type Spec struct {
 	// LateToDeadLetter sends late records to the dead-letter file; otherwise
 	// they are dropped. Both are counted (ErrorPolicy.Late).
 	LateToDeadLetter bool
+	// AllowedLateness, ns ≥ 0, keeps a window's state after it fires until
+	// the watermark reaches end − 1 + AllowedLateness (the window then
+	// expires). A record that arrives after its window fired but before
+	// it expired is added, and the window fires again at once: another
+	// row for the same window and key, stamped with the record's sequence
+	// number, holding every record so far (Flink's late firing). A record
+	// whose windows have all expired is late (LateToDeadLetter). 0: a
+	// window expires when it fires, and its state goes with it.
+	AllowedLateness int64
 	// Groups is the number of key groups (a power of two).
 	Groups int
 	// Local says whether the window runs a local step before the splitter
@@ -97,6 +106,9 @@ type ref struct {
 // key groups its channel owns.
 func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	cut := ""
+	if spec.AllowedLateness < 0 {
+		return core.OperatorDef{}, fmt.Errorf("%s: allowed lateness %d ns must not be negative", spec.Name, spec.AllowedLateness)
+	}
 	if c := spec.Calendar; c != nil {
 		if err := c.Check(); err != nil {
 			return core.OperatorDef{}, fmt.Errorf("%s: %w", spec.Name, err)
@@ -125,13 +137,16 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	if err != nil {
 		return core.OperatorDef{}, err
 	}
-	var wide *core.Schema
+	b := &built{in: in, key: key, aggs: aggs, out: out, local: local,
+		state: kvstate.NewMap[uint64, keyState](spec.Groups),
+		// The state description leaves the allowed lateness out: it does
+		// not change what the state holds or how it is written, so an
+		// update may change it (Retune) and a restore may run with another.
+		desc: fmt.Sprintf("window %s %s", cut, ka.describe(spec.Aggs))}
 	if local != nil {
-		wide = local.Out
+		b.wide = local.Out
 	}
-	state := kvstate.NewMap[uint64, keyState](spec.Groups)
-	nk := len(key.idx)
-	order := func(a, b []core.Value) int {
+	b.order = func(a, b []core.Value) int {
 		if c := core.Compare(core.Timestamp, a[1], b[1]); c != 0 {
 			return c
 		}
@@ -146,25 +161,77 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 		}
 		return 0
 	}
-	return core.OperatorDef{
-		Name:  spec.Name,
-		Out:   out,
-		Order: order,
-		State: fmt.Sprintf("window %s %s", cut, ka.describe(spec.Aggs)),
-		Local: local,
+	return b.def(spec), nil
+}
+
+// built is what a window's definitions share: the bound schema, key and
+// aggregates, and the state store. An update of the allowed lateness
+// (Retune) makes a definition of the same built with another Spec.
+type built struct {
+	in, out *core.Schema
+	wide    *core.Schema // the local step's output, or nil
+	key     keyDef
+	aggs    []bound
+	local   *core.OperatorDef
+	state   *kvstate.Map[uint64, keyState]
+	order   func(a, b []core.Value) int
+	desc    string
+}
+
+// settings are what an update may change in a running window
+// (core.OperatorDef.Settings).
+type settings struct {
+	lateness int64 // ns
+}
+
+// def is the definition of spec over b.
+func (b *built) def(spec Spec) core.OperatorDef {
+	d := core.OperatorDef{
+		Name:     spec.Name,
+		Out:      b.out,
+		Order:    b.order,
+		State:    b.desc,
+		Local:    b.local,
+		Settings: &settings{lateness: spec.AllowedLateness},
 		New: func(env core.Env) (core.Operator, error) {
 			g, err := newGrid(&spec)
 			if err != nil {
 				return nil, err
 			}
-			w := &windowOp{spec: spec, in: in, wide: wide, g: g, key: key, aggs: aggs, out: out, nk: nk, state: state, env: env,
-				fire: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }), wm: core.NoTime, tmp: make([]acc, len(aggs)), sizes: make([]int32, spec.Groups)}
+			w := &windowOp{spec: spec, in: b.in, wide: b.wide, g: g, key: b.key, aggs: b.aggs, out: b.out, nk: len(b.key.idx), state: b.state, env: env,
+				fire:  kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
+				purge: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
+				wm:    core.NoTime, tmp: make([]acc, len(b.aggs)), sizes: make([]int32, spec.Groups),
+				lateness: spec.AllowedLateness, retain: spec.AllowedLateness > 0}
 			if env.Rescaled {
 				w.wm = env.Watermark
 			}
+			w.late = expiry(w.wm, w.lateness)
 			return w, nil
 		},
-	}, nil
+	}
+	d.Retune = func(next core.OperatorDef) (core.OperatorDef, error) {
+		ns, ok := next.Settings.(*settings)
+		switch {
+		case !ok || next.State != b.desc:
+			return core.OperatorDef{}, fmt.Errorf("window %s: the update changes its state layout (%s → %s)", spec.Name, b.desc, next.State)
+		case b.local != nil && ns.lateness > 0:
+			return core.OperatorDef{}, fmt.Errorf("window %s folds records before the splitter (local_aggregation), which allowed lateness cannot take: a late firing per record needs the records; run it with local_aggregation: off", spec.Name)
+		}
+		s := spec
+		s.AllowedLateness = ns.lateness
+		return b.def(s), nil
+	}
+	return d
+}
+
+// expiry is the expiry horizon at watermark wm with allowed lateness l:
+// wm − l, saturated at the bottom of the range.
+func expiry(wm, l int64) int64 {
+	if wm < core.NoTime+l {
+		return core.NoTime
+	}
+	return wm - l
 }
 
 type windowOp struct {
@@ -182,9 +249,24 @@ type windowOp struct {
 	// fire indexes keys by the window ends they will fire at: the derived
 	// data that lets a watermark find what to fire without scanning key
 	// groups.
-	fire   *kvstate.Timers[ref]
-	tmp    []acc
-	wm     int64
+	fire *kvstate.Timers[ref]
+	// purge indexes keys by the last window end of a pane kept after its
+	// last window fired (retain): the pane goes once that window expires.
+	purge *kvstate.Timers[ref]
+	tmp   []acc
+	wm    int64
+	// lateness is the allowed lateness (ns). late is the expiry horizon: a
+	// window ending at e has expired — it takes no more records, and its
+	// state may be gone — iff e − 1 ≤ late. late = max over time of
+	// wm − lateness: it never moves back, so a window that expired under
+	// an earlier, smaller lateness stays expired after an update raises
+	// it (its state was freed). With lateness 0, late = wm.
+	lateness, late int64
+	// retain: panes stay after their last window fires, until it expires
+	// (purge). Set while the lateness is > 0 or once it has been; with it
+	// off (lateness 0 from the start) a pane goes when its last window
+	// fires, as before allowed lateness existed.
+	retain bool
 	free   [][]acc
 	states []*keyState         // emptied key states, reused so steady state allocates nothing
 	snap   *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
@@ -238,15 +320,17 @@ func (w *windowOp) newAccs() []acc {
 	return make([]acc, len(w.aggs))
 }
 
-// Process adds in's records to their panes. A batch of the local step's
+// Process adds in's records to their panes; a record that reaches windows
+// which fired but have not expired (Spec.AllowedLateness) fires them again
+// into out, at the record's sequence number. A batch of the local step's
 // wide schema (window.Spec.Local) holds partials and raw records: it goes
 // to processWide.
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 	if in.Schema == w.wide && w.wide != nil {
-		return w.processWide(in)
+		return w.processWide(in, out)
 	}
 	for i := 0; i < in.Len; i++ {
-		if err := w.add(in, i, in.Row(i), in.Schema); err != nil {
+		if err := w.add(in, i, in.Row(i), in.Schema, out); err != nil {
 			return err
 		}
 	}
@@ -255,31 +339,50 @@ func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 
 // add adds record i of in, whose fields are row (of schema s, for error
 // messages and dead letters), to its pane, or reports it late or without
-// an event time by the job's error policies.
-func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema) error {
+// an event time by the job's error policies. Windows of the pane that
+// fired and have not expired fire again (late firings) into out.
+func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, out *core.Emitter) error {
 	t := in.Time[i]
 	if t == core.NoTime {
 		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
 	}
 	// The record's pane, and the last window containing it.
 	start, next, lastEnd := w.g.pane(t)
-	if lastEnd-1 <= w.wm { // every window of the pane has fired
+	if lastEnd-1 <= w.late { // every window of the pane has expired
 		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
 	}
-	if next-1 <= w.wm { // its first windows have fired, not all
+	if next-1 <= w.late { // its first windows have expired, not all
 		w.env.Errors.PartlyLateRecord()
 	}
-	accs := w.paneAccs(in.Hash[i], row, start)
+	st, accs := w.paneAccs(in.Hash[i], row, start)
 	if _, err := addAll(w.aggs, accs, row); err != nil {
 		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), err)
+	}
+	if next-1 <= w.wm { // its first windows have fired
+		return w.fireLate(st, next, lastEnd, seqOf(in, i), out)
 	}
 	return nil
 }
 
-// paneAccs returns the accumulators of the pane starting at start of the
-// key in row (hash h from the splitter), adding the key and the pane
-// where missing.
-func (w *windowOp) paneAccs(h uint64, row []core.Value, start int64) []acc {
+// fireLate fires again the windows of key st ending in [first, last] that
+// have fired and not expired, by window end, at sequence number seq: a
+// late firing, each row holding all of the window's records so far.
+func (w *windowOp) fireLate(st *keyState, first, last int64, seq uint64, out *core.Emitter) error {
+	for e := first; e <= last && e-1 <= w.wm; e = w.g.next(e) {
+		if e-1 <= w.late {
+			continue
+		}
+		if err := w.emit(st, w.g.start(e), e, seq, out); err != nil {
+			return err
+		}
+	}
+	return out.Err()
+}
+
+// paneAccs returns the key state of the key in row (hash h from the
+// splitter) and the accumulators of its pane starting at start, adding
+// the key and the pane where missing.
+func (w *windowOp) paneAccs(h uint64, row []core.Value, start int64) (*keyState, []acc) {
 	g := kvstate.KeyGroup(h, w.spec.Groups)
 	w.touch(g)
 	k := w.key.of(row)
@@ -291,7 +394,7 @@ func (w *windowOp) paneAccs(h uint64, row []core.Value, start int64) []acc {
 	if created {
 		w.register(st, pi, ref{g: int32(g), h: h, st: st})
 	}
-	return w.accs(&st.panes[pi])
+	return st, w.accs(&st.panes[pi])
 }
 
 // pane returns st's pane starting at start, adding it in order if missing
@@ -332,6 +435,9 @@ func (w *windowOp) register(st *keyState, i int, r ref) {
 		if e-1 > w.wm {
 			w.index(e, r)
 		}
+	}
+	if end := g.lastEnd(p.start); w.retain && end-1 <= w.wm {
+		w.purge.Add(end, r) // created after its last window fired
 	}
 }
 
@@ -386,15 +492,22 @@ func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 		return nil
 	}
 	w.wm = wm
-	return w.fireUpTo(wm, seq, out)
+	w.late = max(w.late, expiry(wm, w.lateness))
+	if err := w.fireUpTo(wm, seq, out); err != nil {
+		return err
+	}
+	w.purgeUpTo(w.late)
+	return nil
 }
 
 func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
-	w.wm = core.MaxWatermark
+	w.wm, w.late = core.MaxWatermark, core.MaxWatermark
 	return w.fireUpTo(core.MaxWatermark, seq, out)
 }
 
 // fireUpTo emits every window whose end-1 ≤ wm, by window end, then key.
+// A pane whose last window fires goes with it, or, with retain, is indexed
+// to go when that window expires (purgeUpTo).
 func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 	for {
 		end, refs, ok := w.fire.NextFired(wm)
@@ -406,55 +519,107 @@ func (w *windowOp) fireUpTo(wm int64, seq uint64, out *core.Emitter) error {
 		for _, r := range refs {
 			w.touch(int(r.g))
 			st := r.st
-			clear(w.tmp)
+			if err := w.emit(st, start, end, seq, out); err != nil {
+				return err
+			}
 			drop := 0
 			for j := range st.panes {
 				p := &st.panes[j]
-				if p.start >= end {
+				if p.start >= end || w.g.lastEnd(p.start) > end {
 					break
 				}
-				if w.g.lastEnd(p.start) <= end {
-					drop = j + 1 // this window is the pane's last
-				}
-				if p.start < start {
-					continue
-				}
-				accs := w.accs(p)
-				for a := range w.aggs {
-					w.aggs[a].merge(&w.tmp[a], &accs[a])
-				}
+				drop = j + 1 // this window is the pane's last
 			}
-			if err := overflow(w.aggs, w.tmp); err != nil {
-				if err := w.overflowed(start, end, st, err); err != nil {
-					return err
-				}
-			} else {
-				row := out.Append(seq, 0, end-1, 0)
-				row[0] = core.TimeValue(start)
-				row[1] = core.TimeValue(end)
-				copy(row[2:], st.key[:w.nk])
-				for a := range w.aggs {
-					row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
-				}
-			}
-			for j := range drop {
-				if ext := st.panes[j].ext; ext != nil {
-					w.free = append(w.free, ext)
-				}
-			}
-			st.panes = slices.Delete(st.panes, 0, drop)
 			switch {
-			case len(st.panes) == 0:
-				w.remove(int(r.g), r.h, st)
-			case len(st.panes) == 1 && &st.panes[0] != &st.inl[0]:
-				st.inl[0] = st.panes[0] // back in place
-				st.panes = st.inl[:1]
+			case drop == 0:
+			case w.retain:
+				if w.g.lastEnd(st.panes[drop-1].start) == end {
+					w.purge.Add(end, r)
+				}
+			default:
+				w.dropPanes(r, drop)
 			}
 		}
 		w.fire.Recycle(refs)
 		if err := out.Err(); err != nil {
 			return err
 		}
+	}
+}
+
+// emit appends the row of key st's window [start, end) to out at sequence
+// number seq, from the panes it holds; a result that does not fit the
+// output goes through the error policy instead (overflowed).
+func (w *windowOp) emit(st *keyState, start, end int64, seq uint64, out *core.Emitter) error {
+	clear(w.tmp)
+	for j := range st.panes {
+		p := &st.panes[j]
+		if p.start >= end {
+			break
+		}
+		if p.start < start {
+			continue
+		}
+		accs := w.accs(p)
+		for a := range w.aggs {
+			w.aggs[a].merge(&w.tmp[a], &accs[a])
+		}
+	}
+	if err := overflow(w.aggs, w.tmp); err != nil {
+		return w.overflowed(start, end, st, err)
+	}
+	row := out.Append(seq, 0, end-1, 0)
+	row[0] = core.TimeValue(start)
+	row[1] = core.TimeValue(end)
+	copy(row[2:], st.key[:w.nk])
+	for a := range w.aggs {
+		row[2+w.nk+a] = w.aggs[a].result(&w.tmp[a])
+	}
+	return nil
+}
+
+// dropPanes removes the first n panes of r's key (their windows have all
+// fired, and with retain expired), and the key when none is left.
+func (w *windowOp) dropPanes(r ref, n int) {
+	st := r.st
+	for j := range n {
+		if ext := st.panes[j].ext; ext != nil {
+			w.free = append(w.free, ext)
+		}
+	}
+	st.panes = slices.Delete(st.panes, 0, n)
+	switch {
+	case len(st.panes) == 0:
+		w.remove(int(r.g), r.h, st)
+	case len(st.panes) == 1 && &st.panes[0] != &st.inl[0]:
+		st.inl[0] = st.panes[0] // back in place
+		st.panes = st.inl[:1]
+	}
+}
+
+// purgeUpTo frees the retained panes whose last window has expired at
+// horizon late (a window ending at e expires when e − 1 ≤ late). Each
+// retained pane is indexed once, at its last window end, so a key is
+// removed only by the index entry of its last pane: no entry is left
+// pointing at a removed (and reused) key state.
+func (w *windowOp) purgeUpTo(late int64) {
+	for {
+		end, refs, ok := w.purge.NextFired(late)
+		if !ok {
+			return
+		}
+		for _, r := range refs {
+			w.touch(int(r.g))
+			st := r.st
+			n := 0
+			for n < len(st.panes) && w.g.lastEnd(st.panes[n].start) <= end {
+				n++
+			}
+			if n > 0 {
+				w.dropPanes(r, n)
+			}
+		}
+		w.purge.Recycle(refs)
 	}
 }
 
@@ -496,19 +661,35 @@ func (w *windowOp) GroupBytes(g int) int64 {
 	return int64(w.state.Len(g)) * int64(unsafe.Sizeof(keyState{})+16)
 }
 
+// handoff is what a window instance hands over with key groups: their
+// firing and purge index entries, and its expiry horizon and retain.
+type handoff struct {
+	fire, purge *kvstate.TimersHandoff[ref]
+	late        int64
+	retain      bool
+}
+
 // ReleaseGroups implements core.Migrator: it removes the keys of groups
-// from this instance's firing index and returns them (their state stays
-// in the shared kvstate map).
+// from this instance's firing and purge indexes and returns them (their
+// state stays in the shared kvstate map), with the expiry horizon: a
+// channel added after an update raised the lateness learns from it which
+// windows had expired before.
 func (w *windowOp) ReleaseGroups(groups []int) any {
 	if w.snap != nil {
 		w.snap.TouchGroups(groups) // the new owner will change them
 	}
-	return w.fire.Release(groups)
+	return &handoff{fire: w.fire.Release(groups), purge: w.purge.Release(groups), late: w.late, retain: w.retain}
 }
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
-// keys to this instance's firing index.
-func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(*kvstate.TimersHandoff[ref])) }
+// keys to this instance's indexes.
+func (w *windowOp) AdoptGroups(_ []int, h any) {
+	ho := h.(*handoff)
+	w.fire.Adopt(ho.fire)
+	w.purge.Adopt(ho.purge)
+	w.late = max(w.late, ho.late)
+	w.retain = w.retain || ho.retain
+}
 
 // seqOf is record i's sequence number (0 where the batch has none: one
 // not routed by a splitter).
@@ -517,4 +698,22 @@ func seqOf(b *core.Batch, i int) uint64 {
 		return b.Seq[i]
 	}
 	return 0
+}
+
+// Retune implements core.Retuner: the window takes def's allowed lateness
+// (a definition of its own built by OperatorDef.Retune) at the update's
+// sync point. The expiry horizon never moves back: windows that expired
+// under the old lateness stay expired when it grows (their state may be
+// gone), and windows that expire under a smaller one take no more records
+// from here on; their state goes at the next watermark.
+func (w *windowOp) Retune(def core.OperatorDef) error {
+	s, ok := def.Settings.(*settings)
+	if !ok {
+		return fmt.Errorf("window %s: an update of another kind of operator", w.spec.Name)
+	}
+	w.lateness = s.lateness
+	w.spec.AllowedLateness = s.lateness
+	w.late = max(w.late, expiry(w.wm, w.lateness))
+	w.retain = w.retain || s.lateness > 0
+	return nil
 }

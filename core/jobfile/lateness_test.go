@@ -1,0 +1,233 @@
+package jobfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"streamd/core"
+	"streamd/core/runtime"
+	"streamd/snapshot"
+)
+
+// latenessInput is a CSV file of n keyed records one second apart (ts in
+// ms), about 17 bytes a record (a block per 1 MiB); one in 25 is from up
+// to four minutes earlier: within the allowed lateness of the job below,
+// past it, or partly past it.
+func latenessInput(n int) string {
+	var b strings.Builder
+	b.WriteString("ts,k,v\n")
+	rnd := rand.New(rand.NewPCG(5, 12))
+	for i := range n {
+		ts := int64(i) * 1000
+		if rnd.IntN(25) == 0 {
+			ts -= int64(rnd.IntN(240)) * 1000
+		}
+		fmt.Fprintf(&b, "%d,k%d,%d\n", ts, i%7, i%100)
+	}
+	return b.String()
+}
+
+// latenessJob is a sliding window with 2 minutes of allowed lateness; late
+// records go to the dead-letter file. extra adds top-level keys.
+func latenessJob(lateness, extra string) string {
+	return "dead_letter_path: dead.jsonl\n" +
+		"source:\n  csv: {path: in.csv, columns: {ts: int64, k: string, v: int64}}\n" +
+		"event_time: {field: ts, max_out_of_orderness: 10s}\n" +
+		"region:\n  key_by: [k]\n  ops:\n    - window: {size: 1m, slide: 30s, allowed_lateness: " + lateness +
+		", late: dead_letter, aggregates: {n: count, s: sum(v), hi: max(v)}}\n" +
+		"sink:\n  csv: {path: out.csv}\n" + extra
+}
+
+// The determinism contract with allowed lateness: late firings (another
+// row for a window and key, at the late record's place), records past the
+// lateness (dead letters) and partly late records give byte-identical
+// output, dead letters and counts for the single source stage, 1 and 2
+// source workers and 1, 2 and 3 channels. allowed_lateness: 0s is the job
+// without it.
+func TestAllowedLatenessSameOutput(t *testing.T) {
+	files := map[string]string{"in.csv": latenessInput(200_000)}
+	job := latenessJob("2m", "")
+	want, wantDead, wantRep := runFiles(t, files, job, -1, 1)
+	if wantRep.Late == 0 || wantRep.PartlyLate == 0 || wantRep.RecordsIn != 200_000 || wantDead == "" {
+		t.Fatalf("single stage: %d late, %d partly late, %d in, dead letters %d bytes", wantRep.Late, wantRep.PartlyLate, wantRep.RecordsIn, len(wantDead))
+	}
+	// Late firings: rows whose window and key came before.
+	seen, again := map[string]bool{}, 0
+	for _, l := range strings.Split(want, "\n") {
+		f := strings.SplitN(l, ",", 4)
+		if len(f) < 4 {
+			continue
+		}
+		id := strings.Join(f[:3], ",")
+		if seen[id] {
+			again++
+		}
+		seen[id] = true
+	}
+	if again == 0 {
+		t.Fatal("no late firing in the output")
+	}
+	for _, m := range []int{1, 2} {
+		for _, n := range []int{1, 2, 3} {
+			got, dead, rep := runFiles(t, files, job, m, n)
+			if got != want || dead != wantDead || rep.Late != wantRep.Late || rep.PartlyLate != wantRep.PartlyLate {
+				t.Fatalf("m=%d n=%d: %d late, %d partly late (single stage %d, %d); output equal %v, dead letters equal %v",
+					m, n, rep.Late, rep.PartlyLate, wantRep.Late, wantRep.PartlyLate, got == want, dead == wantDead)
+			}
+		}
+	}
+	// 0s is the default: today's output, and no late firing.
+	zero, zeroDead, zeroRep := runFiles(t, files, latenessJob("0s", ""), 2, 2)
+	none, noneDead, _ := runFiles(t, files, strings.Replace(latenessJob("0s", ""), "allowed_lateness: 0s, ", "", 1), -1, 1)
+	if zero != none || zeroDead != noneDead || zeroRep.Late <= wantRep.Late {
+		t.Fatalf("allowed_lateness 0s differs from none (output equal %v, dead letters equal %v), or is late less often (%d, with 2m %d)",
+			zero == none, zeroDead == noneDead, zeroRep.Late, wantRep.Late)
+	}
+	t.Logf("%d late firings, %d late, %d partly late; %d late without lateness", again, wantRep.Late, wantRep.PartlyLate, zeroRep.Late)
+}
+
+// A job with allowed lateness killed in its last block (source workers)
+// or after its 500th batch (the single source stage) resumes from its
+// newest checkpoint at another channel count with the output and dead
+// letters of a run that was never killed: the windows kept for late
+// records are in the checkpoint and restore into whichever channel owns
+// their key group.
+func TestAllowedLatenessRestore(t *testing.T) {
+	files := map[string]string{"in.csv": latenessInput(400_000)}
+	job := latenessJob("2m", "checkpoint: {dir: ck, interval: 1h}\n")
+	want, wantDead, _ := runFiles(t, files, job, 2, 2)
+	for _, m := range []int{-1, 2} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "in.csv"), files["in.csv"])
+		writeFile(t, filepath.Join(dir, "job.yaml"), job)
+		f, err := Load(filepath.Join(dir, "job.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored := false
+		for attempt := 0; ; attempt++ {
+			opt := Options{Channels: 3 - attempt%2, SourceParallelism: max(m, 0)}
+			if restored {
+				opt.Restore = "latest"
+			}
+			j, err := f.Build(opt)
+			if err != nil {
+				t.Fatalf("m=%d attempt %d: %v", m, attempt, err)
+			}
+			j.RingSize = 4
+			j.Checkpoint.EveryBatches = 40
+			if m < 0 {
+				j.SourceParallelism = -1
+			} else {
+				j.Checkpoint.EveryBatches = 1 // blocks
+			}
+			crash := !restored && attempt < 5
+			if crash && m < 0 {
+				j.Source = &crashNext{Source: j.Source, n: 500}
+			} else if crash {
+				sp := j.Source.(core.Splittable)
+				if sp.Blocks() < 5 {
+					t.Fatalf("%d blocks, want 5 or more", sp.Blocks())
+				}
+				j.Source = &crashAfterCheckpoint{Splittable: sp, at: sp.Blocks() - 1, dir: filepath.Join(dir, "ck")}
+			}
+			_, err = runtime.Run(context.Background(), j)
+			if !crash {
+				if err != nil {
+					t.Fatalf("m=%d: restored run: %v", m, err)
+				}
+				break
+			}
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("m=%d: the first run ended with %v, not the crash", m, err)
+			}
+			store, err := snapshot.Open(filepath.Join(dir, "ck"), 3, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, _, err := store.Latest(); err == nil {
+				t.Logf("m=%d: restoring from %v", m, c.Meta.Sources)
+				restored = true
+				continue
+			}
+			t.Logf("m=%d attempt %d: no checkpoint before the crash (%v); starting over", m, attempt, err)
+			os.RemoveAll(filepath.Join(dir, "ck"))
+			os.Remove(filepath.Join(dir, "dead.jsonl"))
+		}
+		if !restored {
+			t.Fatalf("m=%d: never restored", m)
+		}
+		if got := readFile(t, filepath.Join(dir, "out.csv")); got != want {
+			t.Fatalf("m=%d: restored output differs from an uncrashed run's (%d vs %d bytes)", m, len(got), len(want))
+		}
+		dead, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
+		if d := strings.ReplaceAll(string(dead), dir, "$DIR"); !strings.HasSuffix(d, lastLine(wantDead)) {
+			t.Fatalf("m=%d: dead letters end\n%s\nwant\n%s", m, lastLine(d), lastLine(wantDead))
+		}
+	}
+}
+
+// crashAfterCheckpoint fails a source read by blocks at block at, once
+// the checkpoint directory holds a complete checkpoint (it waits for one:
+// whether a checkpoint completed before the crash must not depend on the
+// machine's speed).
+type crashAfterCheckpoint struct {
+	core.Splittable
+	at  int
+	dir string
+}
+
+func (c *crashAfterCheckpoint) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
+	if b < c.at {
+		return c.Splittable.ReadBlock(ctx, b, errs, emit)
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		if i == 5000 {
+			return fmt.Errorf("no checkpoint in 5 s before block %d of %d", b, c.Blocks())
+		}
+		// Not snapshot.Open: it removes the temporary directory of a
+		// checkpoint being written.
+		entries, _ := os.ReadDir(c.dir)
+		for _, e := range entries {
+			if _, err := snapshot.Load(filepath.Join(c.dir, e.Name()), snapshot.OS{}); err == nil {
+				return errCrash
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return ctx.Err()
+}
+
+// allowed_lateness is checked where it is written.
+func TestAllowedLatenessErrors(t *testing.T) {
+	base := "source:\n  csv: {path: in.csv, columns: {ts: int64, key: string, v: int64}}\nevent_time: {field: ts, unit: ms}\n" +
+		"region:\n  key_by: [key]\n  ops:\n    %s\nsink:\n  discard: {}\n"
+	for _, c := range []struct{ ops, want string }{
+		{"- window: {size: 1s, allowed_lateness: -5s, aggregates: {n: count}}",
+			`job.yaml:7:44: region.ops[0].window.allowed_lateness: allowed_lateness "-5s": expected a duration ≥ 0`},
+		{"- window: {size: 1s, allowed_lateness: soon, aggregates: {n: count}}",
+			`job.yaml:7:44: region.ops[0].window.allowed_lateness: allowed_lateness "soon"`},
+		{"- window: {size: 1s, allowed_lateness: 1m, local_aggregation: on, aggregates: {n: count}}",
+			`region.ops[0].window.local_aggregation: local_aggregation: on: allowed_lateness fires a window again`},
+		{"- window: {size: 1s, allowed_latenes: 1m, aggregates: {n: count}}",
+			`unknown field "allowed_latenes"`},
+	} {
+		dir := t.TempDir()
+		writeFile(t, dir+"/in.csv", "ts,key,v\n1,a,1\n")
+		writeFile(t, dir+"/job.yaml", fmt.Sprintf(base, c.ops))
+		f, err := Load(dir + "/job.yaml")
+		if err == nil {
+			_, err = f.Build(Options{})
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.ops, err, c.want)
+		}
+	}
+}
