@@ -87,6 +87,10 @@ type ErrorPolicy struct {
 	// fired (a sliding window): counted in the windows still open, missing
 	// from those that fired.
 	PartlyLate atomic.Int64
+	// LateFired counts records that came after a window they belong to
+	// fired but within the window's allowed lateness: each was added and
+	// fired its windows again (an updated row per window).
+	LateFired atomic.Int64
 
 	muted atomic.Int32 // > 0: Bad drops records unreported (Mute)
 	path  string
@@ -279,6 +283,10 @@ func (p *ErrorPolicy) PartlyLateRecord() { p.counts().PartlyLate.Add(1) }
 // meets a partial of n records folded by its local step (window.Spec.Local)
 // that is late as a whole. n ≥ 0.
 func (p *ErrorPolicy) LateRecords(n int64) { p.counts().Late.Add(n) }
+
+// LateFiredRecord counts a record that fired windows again within their
+// allowed lateness (LateFired).
+func (p *ErrorPolicy) LateFiredRecord() { p.counts().LateFired.Add(1) }
 
 // PartlyLateRecords counts n records as n PartlyLateRecord calls would.
 func (p *ErrorPolicy) PartlyLateRecords(n int64) { p.counts().PartlyLate.Add(n) }

@@ -214,6 +214,8 @@ func (m *metricsServer) writeJob(e *expo, l liveView) {
 	e.sample("streamd_late_records_total", float64(r.Late))
 	e.family("streamd_partly_late_records_total", "counter", "Records that arrived after some of their sliding windows fired (missing from those).")
 	e.sample("streamd_partly_late_records_total", float64(r.PartlyLate))
+	e.family("streamd_late_fired_records_total", "counter", "Records that came after their window fired, within its allowed lateness, and fired it again.")
+	e.sample("streamd_late_fired_records_total", float64(r.LateFired))
 	e.family("streamd_skipped_records_total", "counter", "Malformed records skipped (on_error: skip).")
 	e.sample("streamd_skipped_records_total", float64(r.Skipped))
 	e.family("streamd_dead_letter_records_total", "counter", "Records written to the dead-letter file.")

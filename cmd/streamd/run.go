@@ -309,6 +309,9 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 	if r.PartlyLate > 0 {
 		fmt.Fprintf(w, ", partly late %d (missing from windows that had fired)", r.PartlyLate)
 	}
+	if r.LateFired > 0 {
+		fmt.Fprintf(w, ", late within allowed lateness %d (windows fired again)", r.LateFired)
+	}
 	fmt.Fprintln(w)
 }
 

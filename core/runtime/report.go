@@ -18,6 +18,7 @@ type Report struct {
 	DeadLetters int64 // malformed records written to the dead-letter file
 	Late        int64 // records that arrived after their windows fired
 	PartlyLate  int64 // records that arrived after some of their (sliding) windows fired
+	LateFired   int64 // records within allowed lateness that fired their windows again
 	Interrupted bool
 	// Rescales counts live channel changes; the Pause figures are the
 	// pauses channels saw in them (p50, p99, max).
@@ -145,7 +146,7 @@ func (r *run) report(wall time.Duration) *Report {
 	pre, region, post := r.preCounters, r.regionCounters, r.postCounters
 	rep := &Report{Job: r.job.Name, Wall: wall, RecordsIn: r.recordsIn.Load(), RecordsOut: r.recOut.Load(),
 		Skipped: r.job.Errors.Skipped.Load(), DeadLetters: r.job.Errors.DeadLettered.Load() + r.job.Errors.LateDeadLettered.Load(),
-		Late: r.job.Errors.Late.Load(), PartlyLate: r.job.Errors.PartlyLate.Load()}
+		Late: r.job.Errors.Late.Load(), PartlyLate: r.job.Errors.PartlyLate.Load(), LateFired: r.job.Errors.LateFired.Load()}
 	add := func(stage string, defs []core.OperatorDef, cs []*core.Counters) {
 		for i, d := range defs {
 			or := OperatorReport{Name: d.Name, Stage: stage, In: cs[i].In.Load(), Out: cs[i].Out.Load()}

@@ -366,15 +366,21 @@ func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, 
 
 // fireLate fires again the windows of key st ending in [first, last] that
 // have fired and not expired, by window end, at sequence number seq: a
-// late firing, each row holding all of the window's records so far.
+// late firing, each row holding all of the window's records so far. A
+// record that fires at least one window is counted (ErrorPolicy.LateFired).
 func (w *windowOp) fireLate(st *keyState, first, last int64, seq uint64, out *core.Emitter) error {
+	fired := false
 	for e := first; e <= last && e-1 <= w.wm; e = w.g.next(e) {
 		if e-1 <= w.late {
 			continue
 		}
+		fired = true
 		if err := w.emit(st, w.g.start(e), e, seq, out); err != nil {
 			return err
 		}
+	}
+	if fired {
+		w.env.Errors.LateFiredRecord()
 	}
 	return out.Err()
 }
