@@ -103,6 +103,40 @@ type Migrator interface {
 	AdoptGroups(groups []int, released any)
 }
 
+// Holder is a Migrator whose channel may keep processing while key groups
+// it gains are still in transit (Megaphone: Hoffmann et al., "Megaphone:
+// Latency-conscious state migration for distributed streaming dataflows",
+// VLDB 2019, §3: records of a migrating key held until its state arrives).
+// After HoldGroups(gs) returns true, and until AdoptGroups has been called
+// for every group of gs, the instance must not touch the state of gs: its
+// old owner may still be writing it. Process does at once, in record
+// order, everything that does not read that state (lateness, errors and
+// their dead letters, counters) and keeps the state updates of the held
+// groups' records in arrival order; the AdoptGroups that ends the hold
+// applies them, before it returns. Holding must not change anything the
+// operator emits, nor when: Process of a Holder emits nothing (its output
+// comes at watermarks and Finish).
+//
+// While groups are held the runtime gives the instance data batches, and
+// watermarks for which Quiet is true; before any other marker (a
+// watermark that is not quiet, a barrier, a reconfiguration, an update,
+// the end) it waits for the handoff and calls AdoptGroups. ReleaseGroups,
+// Watermark (not quiet), Finish and snapshots are therefore never called
+// with groups held.
+type Holder interface {
+	Migrator
+	// HoldGroups starts holding the records of groups (key groups the
+	// channel gains at a reconfiguration marker, after releasing what it
+	// loses). false: the instance cannot hold now (nothing changed), and
+	// the runtime waits for the handoff as for any Migrator.
+	HoldGroups(groups []int) bool
+	// Quiet reports whether Watermark(wm) would emit nothing and change
+	// no record's treatment (lateness) for any key, held groups' included,
+	// judged without their state: such a watermark may pass while groups
+	// are held. wm is event time in ns.
+	Quiet(wm int64) bool
+}
+
 // StateSizer is implemented by keyed operators that can estimate how much
 // state a key group holds, so that a rebalance moves few bytes
 // (kvstate/balance). GroupBytes is called on the instance's own goroutine,

@@ -50,6 +50,7 @@ func TestRebalanceStepsKeepOutput(t *testing.T) {
 				if rep.Rebalance == nil || rep.Rebalance.Steps < 5 || rep.Rescales != 0 {
 					t.Fatalf("%s: rebalance report %+v, %d channel changes", name, rep.Rebalance, rep.Rescales)
 				}
+				t.Logf("%s: %d steps, %d gains held, %d waited later", name, rep.Rebalance.Steps, rep.Rebalance.Holds, rep.Rebalance.HoldWaits)
 				if !slices.Equal(got, want) {
 					t.Fatalf("%s: %d lines vs %d: %s", name, len(got), len(want), diffAt(got, want))
 				}

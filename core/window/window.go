@@ -191,6 +191,14 @@ type windowOp struct {
 	sizes  []int32             // bytes each key group took in the last snapshot (a buffer size hint)
 	sorted []sortItem          // sortByKey's buffers
 	byKey  []ref
+
+	// Key groups held while in transit (hold.go): pend[g] for a held
+	// group, npend of them; the kept records' rows (w.in's width each,
+	// flat) and hashes and event times, in arrival order.
+	pend     []bool
+	npend    int
+	heldVals []core.Value
+	held     []held
 }
 
 // sortItem is the index of a reference to fire, with its key's sort
@@ -244,6 +252,9 @@ func (w *windowOp) newAccs() []acc {
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
 	if in.Schema == w.wide && w.wide != nil {
 		return w.processWide(in)
+	}
+	if w.npend > 0 {
+		return w.processHolding(in)
 	}
 	for i := 0; i < in.Len; i++ {
 		if err := w.add(in, i, in.Row(i), in.Schema); err != nil {
@@ -493,6 +504,9 @@ func describe(s *core.Schema, row []core.Value) string {
 // key's state block and its map slot (a key's out-of-place panes and
 // string bytes are not counted: an estimate).
 func (w *windowOp) GroupBytes(g int) int64 {
+	if w.npend > 0 && w.pend[g] {
+		return 0 // its old owner may still be writing it
+	}
 	return int64(w.state.Len(g)) * int64(unsafe.Sizeof(keyState{})+16)
 }
 
@@ -507,8 +521,13 @@ func (w *windowOp) ReleaseGroups(groups []int) any {
 }
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
-// keys to this instance's firing index.
-func (w *windowOp) AdoptGroups(_ []int, h any) { w.fire.Adopt(h.(*kvstate.TimersHandoff[ref])) }
+// keys to this instance's firing index and, for held groups (core.Holder),
+// ends their hold: once none is held, the records kept meanwhile are
+// applied, in arrival order, before it returns.
+func (w *windowOp) AdoptGroups(groups []int, h any) {
+	w.fire.Adopt(h.(*kvstate.TimersHandoff[ref]))
+	w.unhold(groups)
+}
 
 // seqOf is record i's sequence number (0 where the batch has none: one
 // not routed by a splitter).

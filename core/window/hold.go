@@ -1,0 +1,146 @@
+package window
+
+import (
+	"fmt"
+
+	"streamd/core"
+	"streamd/kvstate"
+)
+
+// Holding key groups in transit (core.Holder; docs/ARCHITECTURE.md,
+// "Rebalancing at the same channel count"). A window emits only at
+// watermarks and at the end, so its channel can keep processing while
+// the state of key groups it gains is still being written by their old
+// owner: Process decides a held group's record at once — no event time,
+// late, partly late, a count_if predicate that fails: all judged by the
+// record and the watermark alone, reported in record order as before — and
+// keeps the record's state update (its row, hash and event time) in
+// arrival order. The AdoptGroups that ends the hold applies the kept
+// updates, each key's in its records' order, so every key's accumulators
+// get the same additions in the same order as without holding (float sums
+// included) before anything can read them: a watermark that fires a
+// window, a snapshot, a release, the end (the runtime waits for the
+// handoff before those; Quiet tells it which watermarks may pass).
+
+// held is one kept record: its row is vals[i*width:(i+1)*width] for the
+// i-th held.
+type held struct {
+	h uint64 // the splitter's key hash
+	t int64  // event time, ns
+}
+
+// HoldGroups implements core.Holder. A window with a local step (its
+// input carries partials, processWide) does not hold.
+func (w *windowOp) HoldGroups(groups []int) bool {
+	if w.wide != nil {
+		return false
+	}
+	if w.pend == nil {
+		w.pend = make([]bool, w.spec.Groups)
+	}
+	for _, g := range groups {
+		if !w.pend[g] {
+			w.pend[g] = true
+			w.npend++
+		}
+	}
+	return true
+}
+
+// Quiet implements core.Holder: wm fires no window and changes no
+// record's lateness when no window end e has w.wm < e−1 ≤ wm. Window ends
+// are pane boundaries, and the first boundary after w.wm+1 is the end of
+// the pane holding w.wm+1.
+func (w *windowOp) Quiet(wm int64) bool {
+	if wm <= w.wm {
+		return true
+	}
+	if w.wm == core.NoTime || wm == core.MaxWatermark {
+		return false
+	}
+	_, next, _ := w.g.pane(w.wm + 1)
+	return wm < next-1
+}
+
+// processHolding is Process while groups are held.
+func (w *windowOp) processHolding(in *core.Batch) error {
+	for i := 0; i < in.Len; i++ {
+		row := in.Row(i)
+		if !w.pend[kvstate.KeyGroup(in.Hash[i], w.spec.Groups)] {
+			if err := w.add(in, i, row, in.Schema); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.hold(in, i, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hold judges record i of in (row) as add does and keeps its state
+// update for later.
+func (w *windowOp) hold(in *core.Batch, i int, row []core.Value) error {
+	t := in.Time[i]
+	if t == core.NoTime {
+		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), fmt.Errorf("record has no event time"))
+	}
+	_, next, lastEnd := w.g.pane(t)
+	if lastEnd-1 <= w.wm {
+		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), w.spec.LateToDeadLetter)
+	}
+	if next-1 <= w.wm {
+		w.env.Errors.PartlyLateRecord()
+	}
+	// add reports addAll's first error after adding the record's other
+	// aggregates; the kept update does the same adds later, so only the
+	// report is due now. Only a count_if predicate can fail.
+	if err := w.check(row); err != nil {
+		if err := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), err); err != nil {
+			return err
+		}
+	}
+	w.heldVals = append(w.heldVals, row...)
+	w.held = append(w.held, held{h: in.Hash[i], t: t})
+	return nil
+}
+
+// check returns the first error addAll would return for row.
+func (w *windowOp) check(row []core.Value) error {
+	for a := range w.aggs {
+		b := &w.aggs[a]
+		if b.fn != CountIf || (b.nullable && row[b.field].IsNull()) {
+			continue
+		}
+		if _, err := b.pred.EvalBool(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unhold ends the hold of groups; once none is held, it applies the kept
+// updates in arrival order.
+func (w *windowOp) unhold(groups []int) {
+	if w.npend == 0 {
+		return
+	}
+	for _, g := range groups {
+		if w.pend[g] {
+			w.pend[g] = false
+			w.npend--
+		}
+	}
+	if w.npend > 0 || len(w.held) == 0 {
+		return
+	}
+	width := w.in.Width()
+	for i, k := range w.held {
+		row := w.heldVals[i*width : (i+1)*width]
+		start, _, _ := w.g.pane(k.t)
+		addAll(w.aggs, w.paneAccs(k.h, row, start), row) // its error was reported when held
+	}
+	clear(w.heldVals) // no strings kept alive
+	w.heldVals, w.held = w.heldVals[:0], w.held[:0]
+}
