@@ -106,7 +106,8 @@ type Migrator interface {
 // Holder is a Migrator whose channel may keep processing while key groups
 // it gains are still in transit (Megaphone: Hoffmann et al., "Megaphone:
 // Latency-conscious state migration for distributed streaming dataflows",
-// VLDB 2019, §3: records of a migrating key held until its state arrives).
+// PVLDB 12(9), 2019: the new owner buffers a migrating key's records until
+// its state arrives).
 // After HoldGroups(gs) returns true, and until AdoptGroups has been called
 // for every group of gs, the instance must not touch the state of gs: its
 // old owner may still be writing it. Process does at once, in record
