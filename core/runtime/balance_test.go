@@ -152,8 +152,11 @@ func TestRebalanceCrashRestore(t *testing.T) {
 			// or block start after one): every checkpoint's table is
 			// rebalanced.
 			job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 5 + rnd.IntN(4), Restore: restore}
-			_, err := runtime.Run(context.Background(), job)
+			rep, err := runtime.Run(context.Background(), job)
 			if err == nil {
+				if rep.Rebalance.Holds == 0 {
+					t.Fatalf("seed %d: no gain held in the last run (%d steps)", seed, rep.Rebalance.Steps)
+				}
 				break
 			}
 			if !errors.Is(err, errCrash) {
