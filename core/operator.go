@@ -93,8 +93,10 @@ type Snapshotter interface {
 // about their channel's key groups outside the shared kvstate maps (a
 // window's firing index). When key groups change owner, the losing
 // instance hands that data to the gaining one, by pointer, in memory.
-// Both calls happen on the instances' own goroutines, at the
-// reconfiguration marker, after every record routed before it.
+// Both calls happen on the instances' own goroutines: ReleaseGroups at the
+// reconfiguration marker, after every record routed before it;
+// AdoptGroups there too, or, for a Holder holding the groups, before a
+// later batch (see Holder).
 type Migrator interface {
 	// ReleaseGroups removes what the instance keeps about key groups and
 	// returns it; the caller passes it to AdoptGroups of the new owner.

@@ -396,11 +396,17 @@ func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 	if wm <= w.wm {
 		return nil
 	}
+	if w.npend > 0 && !w.Quiet(wm) {
+		panic("window: a watermark that fires while key groups are held (core.Holder)")
+	}
 	w.wm = wm
 	return w.fireUpTo(wm, seq, out)
 }
 
 func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
+	if w.npend > 0 {
+		panic("window: Finish while key groups are held (core.Holder)")
+	}
 	w.wm = core.MaxWatermark
 	return w.fireUpTo(core.MaxWatermark, seq, out)
 }
@@ -514,6 +520,9 @@ func (w *windowOp) GroupBytes(g int) int64 {
 // from this instance's firing index and returns them (their state stays
 // in the shared kvstate map).
 func (w *windowOp) ReleaseGroups(groups []int) any {
+	if w.npend > 0 {
+		panic("window: ReleaseGroups while key groups are held (core.Holder)")
+	}
 	if w.snap != nil {
 		w.snap.TouchGroups(groups) // the new owner will change them
 	}
