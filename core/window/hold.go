@@ -15,26 +15,24 @@ import (
 // late, partly late, a count_if predicate that fails: all judged by the
 // record and the watermark alone, reported in record order as before — and
 // keeps the record's state update (its row, hash and event time) in
-// arrival order. The AdoptGroups that ends the hold applies the kept
+// arrival order; a partial of the local step is judged and counted by its
+// weight at once and its merge kept the same way. The AdoptGroups that ends the hold applies the kept
 // updates, each key's in its records' order, so every key's accumulators
 // get the same additions in the same order as without holding (float sums
 // included) before anything can read them: a watermark that fires a
 // window, a snapshot, a release, the end (the runtime waits for the
 // handoff before those; Quiet tells it which watermarks may pass).
 
-// held is one kept record: its row is vals[i*width:(i+1)*width] for the
-// i-th held.
+// held is one kept record. The rows are flat in heldVals, in order, each
+// of w.in's width, or of the local step's wide schema's for a partial.
 type held struct {
-	h uint64 // the splitter's key hash
-	t int64  // event time, ns
+	h    uint64 // the splitter's key hash
+	t    int64  // event time, ns
+	wide bool   // a partial of the local step (processWide)
 }
 
-// HoldGroups implements core.Holder. A window with a local step (its
-// input carries partials, processWide) does not hold.
+// HoldGroups implements core.Holder.
 func (w *windowOp) HoldGroups(groups []int) bool {
-	if w.wide != nil {
-		return false
-	}
 	if w.pend == nil {
 		w.pend = make([]bool, w.spec.Groups)
 	}
@@ -62,33 +60,62 @@ func (w *windowOp) Quiet(wm int64) bool {
 	return wm < next-1
 }
 
-// processHolding is Process while groups are held.
+// processHolding is Process while groups are held: records of the other
+// groups are added (or, in a batch of the local step, merged) at once.
 func (w *windowOp) processHolding(in *core.Batch) error {
+	wide := in.Schema == w.wide && w.wide != nil
 	for i := 0; i < in.Len; i++ {
 		row := in.Row(i)
-		if !w.pend[kvstate.KeyGroup(in.Hash[i], w.spec.Groups)] {
-			if err := w.add(in, i, row, in.Schema); err != nil {
-				return err
-			}
-			continue
+		held := w.pend[kvstate.KeyGroup(in.Hash[i], w.spec.Groups)]
+		var err error
+		switch {
+		case !held && !wide:
+			err = w.add(in, i, row, in.Schema)
+		case !held:
+			err = w.addWide(in, i, row)
+		case !wide:
+			err = w.hold(in, i, row, in.Schema)
+		default:
+			err = w.holdWide(in, i, row)
 		}
-		if err := w.hold(in, i, row); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// hold judges record i of in (row) as add does and keeps its state
-// update for later.
-func (w *windowOp) hold(in *core.Batch, i int, row []core.Value) error {
+// holdWide judges record i of a wide batch (row) as addWide does and
+// keeps its state update for later.
+func (w *windowOp) holdWide(in *core.Batch, i int, row []core.Value) error {
+	nw := w.in.Width()
+	weight := row[nw].Int()
+	if weight == 0 {
+		return w.hold(in, i, row[:nw], w.in)
+	}
+	_, next, lastEnd := w.g.pane(in.Time[i])
+	if lastEnd-1 <= w.wm {
+		w.env.Errors.LateRecords(weight)
+		return nil
+	}
+	if next-1 <= w.wm {
+		w.env.Errors.PartlyLateRecords(weight)
+	}
+	w.heldVals = append(w.heldVals, row...)
+	w.held = append(w.held, held{h: in.Hash[i], t: in.Time[i], wide: true})
+	return nil
+}
+
+// hold judges record i of in (row, of schema s) as add does and keeps its
+// state update for later.
+func (w *windowOp) hold(in *core.Batch, i int, row []core.Value, s *core.Schema) error {
 	t := in.Time[i]
 	if t == core.NoTime {
-		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), fmt.Errorf("record has no event time"))
+		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
 	}
 	_, next, lastEnd := w.g.pane(t)
 	if lastEnd-1 <= w.wm {
-		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), w.spec.LateToDeadLetter)
+		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
 	}
 	if next-1 <= w.wm {
 		w.env.Errors.PartlyLateRecord()
@@ -97,7 +124,7 @@ func (w *windowOp) hold(in *core.Batch, i int, row []core.Value) error {
 	// aggregates; the kept update does the same adds later, so only the
 	// report is due now. Only a count_if predicate can fail.
 	if err := w.check(row); err != nil {
-		if err := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(in.Schema, row), err); err != nil {
+		if err := w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), err); err != nil {
 			return err
 		}
 	}
@@ -135,11 +162,20 @@ func (w *windowOp) unhold(groups []int) {
 	if w.npend > 0 || len(w.held) == 0 {
 		return
 	}
-	width := w.in.Width()
-	for i, k := range w.held {
-		row := w.heldVals[i*width : (i+1)*width]
+	off := 0
+	for _, k := range w.held {
+		width := w.in.Width()
+		if k.wide {
+			width = w.wide.Width()
+		}
+		row := w.heldVals[off : off+width]
+		off += width
 		start, _, _ := w.g.pane(k.t)
-		addAll(w.aggs, w.paneAccs(k.h, row, start), row) // its error was reported when held
+		if k.wide {
+			w.mergePartial(w.paneAccs(k.h, row, start), row)
+		} else {
+			addAll(w.aggs, w.paneAccs(k.h, row, start), row) // its error was reported when held
+		}
 	}
 	clear(w.heldVals) // no strings kept alive
 	w.heldVals, w.held = w.heldVals[:0], w.held[:0]

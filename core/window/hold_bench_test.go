@@ -33,8 +33,9 @@ func BenchmarkHold(b *testing.B) {
 			in := core.NewBatch(scriptSchema)
 			for i := 0; !in.Full(); i++ {
 				k := int64(i % 200)
-				row := in.Append(uint64(i+1), holdHash(k), 1e9, int64(i+1))
-				row[0], row[1] = core.StringValue("k"+string(rune('a'+k%26))+string(rune('a'+k/26))), core.IntValue(k)
+				key := holdKey(k)
+				row := in.Append(uint64(i+1), core.HashKey([]core.Value{key}, []int{0}, []core.Type{core.String}), 1e9, int64(i+1))
+				row[0], row[1] = key, core.IntValue(k)
 			}
 			moved := []int{1, 3, 5, 7, 9, 11, 13, 15}
 			out := core.NewEmitter(nil, func(x *core.Batch) error { x.Release(); return nil }, nil)

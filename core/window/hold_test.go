@@ -53,11 +53,85 @@ func holdStream(n int, seed uint64) []step {
 	return out
 }
 
-func holdHash(k int64) uint64 { return uint64(k+1) * 0x9E3779B97F4A7C15 }
+// holdKey is key k's field value.
+func holdKey(k int64) core.Value { return core.StringValue("k" + strconv.FormatInt(k, 10)) }
+
+// holdItem is one item fed to the window instances: a watermark (wm, at
+// t s) or one record, of the input's schema or, with a local step, of
+// its wide schema (in, a batch of one record built for the instance's
+// definition by make).
+type holdItem struct {
+	wm   bool
+	t    int64
+	h    uint64
+	rows []core.Value // the record's fields
+	time int64        // its event time, ns
+	pos  int64
+}
+
+// holdItems turns a stream into items: without a local step one per
+// record; with one, each run of records between two watermarks is one
+// batch through a local step instance of def, and its output records
+// (raw and partials) are the items.
+func holdItems(t *testing.T, stream []step, def core.OperatorDef) []holdItem {
+	t.Helper()
+	var items []holdItem
+	var local core.Operator
+	var out *core.Emitter
+	if def.Local != nil {
+		var err error
+		if local, err = def.Local.New(core.Env{Channels: 1}); err != nil {
+			t.Fatal(err)
+		}
+		out = core.NewEmitter(def.Local.Out, func(b *core.Batch) error {
+			for i := range b.Len {
+				row := append([]core.Value(nil), b.Row(i)...)
+				h := core.HashKey(row, []int{0}, []core.Type{core.String}) // as the splitter does
+				items = append(items, holdItem{h: h, rows: row, time: b.Time[i], pos: b.Pos[i]})
+			}
+			b.Release()
+			return nil
+		}, nil)
+	}
+	var run *core.Batch
+	flush := func() {
+		if run == nil {
+			return
+		}
+		if err := local.Process(run, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		run.Release()
+		run = nil
+	}
+	for i, s := range stream {
+		if s.wm {
+			flush()
+			items = append(items, holdItem{wm: true, t: s.t})
+			continue
+		}
+		row := []core.Value{holdKey(s.k), core.IntValue(s.v)}
+		h := core.HashKey(row, []int{0}, []core.Type{core.String})
+		if local == nil {
+			items = append(items, holdItem{h: h, rows: row, time: s.t * 1e9, pos: int64(i + 1)})
+			continue
+		}
+		if run == nil {
+			run = core.NewBatch(scriptSchema)
+		}
+		copy(run.Append(uint64(i+1), h, s.t*1e9, int64(i+1)), row)
+	}
+	flush()
+	return items
+}
 
 // holdRig is one instance of a window and what it emitted.
 type holdRig struct {
 	op   *windowOp
+	in   *core.Schema // the schema of the records fed
 	out  *core.Emitter
 	rows *[]string
 }
@@ -80,19 +154,22 @@ func newHoldRig(t *testing.T, def core.OperatorDef, errs *core.ErrorPolicy, rows
 		b.Release()
 		return nil
 	}, nil)
-	return holdRig{op: op.(*windowOp), out: em, rows: rows}
+	in := scriptSchema
+	if def.Local != nil {
+		in = def.Local.Out
+	}
+	return holdRig{op: op.(*windowOp), in: in, out: em, rows: rows}
 }
 
-// feed gives item i of the stream (sequence number i+1) to the rig.
-func (r holdRig) feed(t *testing.T, s step, i int) {
+// feed gives item i (sequence number i+1) to the rig.
+func (r holdRig) feed(t *testing.T, it holdItem, i int) {
 	t.Helper()
 	var err error
-	if s.wm {
-		err = r.op.Watermark(s.t*1e9-1, uint64(i+1), r.out)
+	if it.wm {
+		err = r.op.Watermark(it.t*1e9-1, uint64(i+1), r.out)
 	} else {
-		b := core.NewBatch(scriptSchema)
-		row := b.Append(uint64(i+1), holdHash(s.k), s.t*1e9, int64(i+1))
-		row[0], row[1] = core.StringValue("k"+strconv.FormatInt(s.k, 10)), core.IntValue(s.v)
+		b := core.NewBatch(r.in)
+		copy(b.Append(uint64(i+1), it.h, it.time, it.pos), it.rows)
 		err = r.op.Process(b, r.out)
 		b.Release()
 	}
@@ -112,33 +189,44 @@ func (r holdRig) feed(t *testing.T, s step, i int) {
 // quiet, or the end, makes B wait (here: A catches up, releases, B
 // adopts) as the runtime does. A and B together emit what one instance
 // emits over the whole stream, with the same late, partly late and
-// skipped counts; and B did process records while A was behind.
+// skipped counts; and B did process records while A was behind. With a
+// local step (local=on) the items are its raw records and partials.
 func TestHoldScripted(t *testing.T) {
 	aggs := []Agg{{Name: "n", Func: Count}, {Name: "sum", Func: Sum, Field: "v"}, {Name: "max", Func: Max, Field: "v"}, {Name: "big", Func: CountIf, If: oddFails{}}}
-	spec := Spec{Name: "w", Key: []string{"k"}, Size: 60e9, Slide: 30e9, Aggs: aggs, Groups: 16}
-	heldAfterQuiet := 0
+	for _, local := range []LocalMode{LocalOff, LocalOn} {
+		spec := Spec{Name: "w", Key: []string{"k"}, Size: 60e9, Slide: 30e9, Aggs: aggs, Groups: 16, Local: local}
+		if local == LocalOn {
+			spec.Aggs = aggs[:3] // count_if runs the local step only with conditions met
+		}
+		t.Run(local.String(), func(t *testing.T) { holdScripted(t, spec) })
+	}
+}
+
+func holdScripted(t *testing.T, spec Spec) {
+	heldAfterQuiet, partials := 0, 0
 	for seed := uint64(1); seed <= 20; seed++ {
 		stream := holdStream(600, seed)
-		marker := len(stream) / 3
 		// Reference: one instance, everything in order.
 		refDef, err := New(spec, scriptSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
+		items := holdItems(t, stream, refDef)
+		marker := len(items) / 3
 		refErrs, _ := core.NewErrorPolicy(core.Skip, "")
 		var want []string
 		ref := newHoldRig(t, refDef, refErrs, &want)
-		for i, s := range stream {
-			ref.feed(t, s, i)
+		for i, it := range items {
+			ref.feed(t, it, i)
 		}
-		if err := ref.op.Finish(uint64(len(stream)+1), ref.out); err != nil {
+		if err := ref.op.Finish(uint64(len(items)+1), ref.out); err != nil {
 			t.Fatal(err)
 		}
 		ref.out.Flush()
 
 		// Two channels sharing one definition (one state map): group g
-		// on channel g%2 before the marker; groups 2, 6 and 10 move from
-		// A (channel 0) to B (channel 1) at it.
+		// on channel g%2 before the marker; the groups of keys 0, 3, 6,
+		// … on channel 0 move to channel 1 at it.
 		def, err := New(spec, scriptSchema)
 		if err != nil {
 			t.Fatal(err)
@@ -146,9 +234,15 @@ func TestHoldScripted(t *testing.T) {
 		errs, _ := core.NewErrorPolicy(core.Skip, "")
 		var got []string
 		a, b := newHoldRig(t, def, errs, &got), newHoldRig(t, def, errs, &got)
-		moved := []int{2, 6, 10}
-		owner := func(k int64, after bool) int {
-			g := kvstate.KeyGroup(holdHash(k), 16)
+		var moved []int
+		for k := int64(0); k < 24; k += 3 {
+			g := kvstate.KeyGroup(core.HashKey([]core.Value{holdKey(k)}, []int{0}, []core.Type{core.String}), 16)
+			if g%2 == 0 && !slices.Contains(moved, g) {
+				moved = append(moved, g)
+			}
+		}
+		owner := func(h uint64, after bool) int {
+			g := kvstate.KeyGroup(h, 16)
 			if after && slices.Contains(moved, g) {
 				return 1
 			}
@@ -157,15 +251,15 @@ func TestHoldScripted(t *testing.T) {
 		// A's share before the marker waits; B works through its share,
 		// reaches the marker and holds.
 		var aBacklog []int
-		for i, s := range stream[:marker] {
+		for i, it := range items[:marker] {
 			switch {
-			case s.wm:
+			case it.wm:
 				aBacklog = append(aBacklog, i)
-				b.feed(t, s, i)
-			case owner(s.k, false) == 0:
+				b.feed(t, it, i)
+			case owner(it.h, false) == 0:
 				aBacklog = append(aBacklog, i)
 			default:
-				b.feed(t, s, i)
+				b.feed(t, it, i)
 			}
 		}
 		if !b.op.HoldGroups(moved) {
@@ -176,36 +270,41 @@ func TestHoldScripted(t *testing.T) {
 		handedOver := false
 		handover := func() {
 			for _, i := range aBacklog {
-				a.feed(t, stream[i], i)
+				a.feed(t, items[i], i)
+			}
+			for _, k := range b.op.held {
+				if k.wide {
+					partials++
+				}
 			}
 			b.op.AdoptGroups(moved, a.op.ReleaseGroups(moved))
 			for _, i := range aAfter {
-				a.feed(t, stream[i], i)
+				a.feed(t, items[i], i)
 			}
 			aBacklog, aAfter = nil, nil
 			handedOver = true
 		}
 		quietHeld, heldBefore := false, 0
-		for j, s := range stream[marker:] {
+		for j, it := range items[marker:] {
 			i := marker + j
-			if !handedOver && s.wm && !b.op.Quiet(s.t*1e9-1) {
+			if !handedOver && it.wm && !b.op.Quiet(it.t*1e9-1) {
 				handover()
 			}
-			if !handedOver && s.wm && len(b.op.held) > 0 {
+			if !handedOver && it.wm && len(b.op.held) > 0 {
 				quietHeld = true // a quiet watermark passes held records
 			}
 			if !handedOver {
 				heldBefore = len(b.op.held)
 			}
-			if s.wm || owner(s.k, true) == 0 {
+			if it.wm || owner(it.h, true) == 0 {
 				if handedOver {
-					a.feed(t, s, i)
+					a.feed(t, it, i)
 				} else {
 					aAfter = append(aAfter, i)
 				}
 			}
-			if s.wm || owner(s.k, true) == 1 {
-				b.feed(t, s, i)
+			if it.wm || owner(it.h, true) == 1 {
+				b.feed(t, it, i)
 			}
 		}
 		if !handedOver {
@@ -215,7 +314,7 @@ func TestHoldScripted(t *testing.T) {
 			t.Fatalf("seed %d: %d records still held, %d groups", seed, len(b.op.held), b.op.npend)
 		}
 		for _, r := range []holdRig{a, b} {
-			if err := r.op.Finish(uint64(len(stream)+1), r.out); err != nil {
+			if err := r.op.Finish(uint64(len(items)+1), r.out); err != nil {
 				t.Fatal(err)
 			}
 			r.out.Flush()
@@ -235,6 +334,9 @@ func TestHoldScripted(t *testing.T) {
 	}
 	if heldAfterQuiet < 5 {
 		t.Fatalf("only %d of 20 streams passed a quiet watermark with records held", heldAfterQuiet)
+	}
+	if spec.Local == LocalOn && partials == 0 {
+		t.Fatal("no partial of the local step was held")
 	}
 }
 
@@ -260,11 +362,11 @@ func TestQuietWatermarks(t *testing.T) {
 		wm := int64(0)
 		for i := 0; i < 400; i++ {
 			// A record at every watermark keeps a pane in every slide.
-			r.feed(t, step{k: 1, t: wm, v: 1}, 2*i)
+			r.feed(t, holdItems(t, []step{{k: 1, t: wm, v: 1}}, def)[0], 2*i)
 			next := wm + rnd.Int64N(7)
 			quiet := r.op.Quiet(next*1e9 - 1)
 			n := len(rows)
-			r.feed(t, step{wm: true, t: next}, 2*i+1)
+			r.feed(t, holdItem{wm: true, t: next}, 2*i+1)
 			if fired := len(rows) > n; fired == quiet && i > 5 {
 				t.Fatalf("%s: watermark %d s after %d s: quiet %v, fired %v", spec.Name, next, wm, quiet, fired)
 			}

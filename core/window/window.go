@@ -193,8 +193,8 @@ type windowOp struct {
 	byKey  []ref
 
 	// Key groups held while in transit (hold.go): pend[g] for a held
-	// group, npend of them; the kept records' rows (w.in's width each,
-	// flat) and hashes and event times, in arrival order.
+	// group, npend of them; the kept records' rows (flat) and hashes and
+	// event times, in arrival order.
 	pend     []bool
 	npend    int
 	heldVals []core.Value
@@ -250,11 +250,11 @@ func (w *windowOp) newAccs() []acc {
 // wide schema (window.Spec.Local) holds partials and raw records: it goes
 // to processWide.
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
-	if in.Schema == w.wide && w.wide != nil {
-		return w.processWide(in)
-	}
 	if w.npend > 0 {
 		return w.processHolding(in)
+	}
+	if in.Schema == w.wide && w.wide != nil {
+		return w.processWide(in)
 	}
 	for i := 0; i < in.Len; i++ {
 		if err := w.add(in, i, in.Row(i), in.Schema); err != nil {
