@@ -93,14 +93,51 @@ type Snapshotter interface {
 // about their channel's key groups outside the shared kvstate maps (a
 // window's firing index). When key groups change owner, the losing
 // instance hands that data to the gaining one, by pointer, in memory.
-// Both calls happen on the instances' own goroutines, at the
-// reconfiguration marker, after every record routed before it.
+// Both calls happen on the instances' own goroutines: ReleaseGroups at the
+// reconfiguration marker, after every record routed before it;
+// AdoptGroups there too, or, for a Holder holding the groups, before a
+// later batch (see Holder).
 type Migrator interface {
 	// ReleaseGroups removes what the instance keeps about key groups and
 	// returns it; the caller passes it to AdoptGroups of the new owner.
 	ReleaseGroups(groups []int) any
 	// AdoptGroups takes over what another instance released.
 	AdoptGroups(groups []int, released any)
+}
+
+// Holder is a Migrator whose channel may keep processing while key groups
+// it gains are still in transit (Megaphone: Hoffmann et al., "Megaphone:
+// Latency-conscious state migration for distributed streaming dataflows",
+// PVLDB 12(9), 2019: the new owner buffers a migrating key's records until
+// its state arrives).
+// After HoldGroups(gs) returns true, and until AdoptGroups has been called
+// for every group of gs, the instance must not touch the state of gs: its
+// old owner may still be writing it. Process does at once, in record
+// order, everything that does not read that state (lateness, errors and
+// their dead letters, counters) and keeps the state updates of the held
+// groups' records in arrival order; the AdoptGroups that ends the hold
+// applies them, before it returns. Holding must not change anything the
+// operator emits, nor when: Process of a Holder emits nothing (its output
+// comes at watermarks and Finish).
+//
+// While groups are held the runtime gives the instance data batches, and
+// watermarks for which Quiet is true; before any other marker (a
+// watermark that is not quiet, a barrier, a reconfiguration, an update,
+// the end) it waits for the handoff and calls AdoptGroups. ReleaseGroups,
+// Watermark (not quiet), Finish and snapshots are therefore never called
+// with groups held.
+type Holder interface {
+	Migrator
+	// HoldGroups starts holding the records of groups (key groups the
+	// channel gains at a reconfiguration marker, after releasing what it
+	// loses). false: the instance cannot hold now (nothing changed), and
+	// the runtime waits for the handoff as for any Migrator.
+	HoldGroups(groups []int) bool
+	// Quiet reports whether Watermark(wm) would emit nothing and change
+	// no record's treatment (lateness) for any key, held groups' included,
+	// judged without their state: such a watermark may pass while groups
+	// are held. wm is event time in ns.
+	Quiet(wm int64) bool
 }
 
 // StateSizer is implemented by keyed operators that can estimate how much

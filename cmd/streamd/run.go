@@ -290,8 +290,8 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 			r.PauseP50, r.PauseP99, r.PauseMax, r.DrainP50, r.DrainMax)
 	}
 	if rb := r.Rebalance; rb != nil {
-		fmt.Fprintf(w, "rebalance: %d plans, %d steps, %d key groups moved (%s of state), step pause p50 %s, p99 %s, max %s\n",
-			rb.Plans, rb.Steps, rb.Groups, byteSize(rb.Bytes), rb.PauseP50, rb.PauseP99, rb.PauseMax)
+		fmt.Fprintf(w, "rebalance: %d plans, %d steps, %d key groups moved (%s of state), step pause p50 %s, p99 %s, max %s; gains held %d (waited later %d)\n",
+			rb.Plans, rb.Steps, rb.Groups, byteSize(rb.Bytes), rb.PauseP50, rb.PauseP99, rb.PauseMax, rb.Holds, rb.HoldWaits)
 		if p := rb.First; p != nil {
 			fmt.Fprintf(w, "  before: records per channel %v (skew %.2f); planned %v (skew %.2f, target %.2f)\n", p.Loads, p.Before, p.Planned, p.After, p.Target)
 		}

@@ -101,6 +101,9 @@ func TestLocalAggregationSameOutput(t *testing.T) {
 				t.Fatalf("%s, %s, %d workers, %d channels: %d late, %d partly late, %d dead letters (want %d, %d, %d); output equal %v, dead letters equal %v",
 					window, what, m, n, rep.Late, rep.PartlyLate, rep.DeadLetters, wantRep.Late, wantRep.PartlyLate, wantRep.DeadLetters, got == want, dead == wantDead)
 			}
+			if what == "rebalance" && (rep.Rebalance == nil || rep.Rebalance.Holds == 0) {
+				t.Fatalf("%s, %s, %d workers, %d channels: no gaining channel held its key groups: %+v", window, what, m, n, rep.Rebalance)
+			}
 			local := localReport(rep)
 			if local == nil || local.Out >= local.In || local.In != rep.RecordsIn {
 				t.Fatalf("%s, %s, %d workers, %d channels: local step %+v, want fewer records out than the %d in", window, what, m, n, local, rep.RecordsIn)
@@ -116,6 +119,10 @@ func TestLocalAggregationSameOutput(t *testing.T) {
 		check("elastic", localJob(window, "on", "  elastic: {random_every: 2, seed: 4, max_channels: 5}\n"), -1, 2)
 		check("rebalance", localJob(window, "on", "  rebalance: {random_every: 1, seed: 5}\n"), 3, 3)
 		check("rebalance", localJob(window, "on", "  rebalance: {random_every: 1, seed: 6}\n"), -1, 3)
+		// Steps a few batches apart: gaining channels hold the local
+		// step's partials of the groups in transit and go on.
+		check("rebalance", localJob(window, "on", "  rebalance: {random_every: 3, seed: 7}\n"), -1, 2)
+		check("rebalance", localJob(window, "on", "  rebalance: {random_every: 4, seed: 8}\n"), 2, 3)
 	}
 }
 

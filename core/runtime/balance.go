@@ -435,7 +435,8 @@ func (b *balancer) refuse() {
 // rebalanceStep carries out one step on the single source stage: a
 // Reconfig marker at the next sequence number to every channel, and the
 // splitter routes under table from there on. There is no drain (it is for
-// channel-count changes): a channel that gains key groups waits at the
+// channel-count changes): a channel that gains key groups holds them and
+// goes on (hold.go), or, when its operators cannot hold, waits at the
 // marker for their old owner to reach it; the others pass it without
 // waiting.
 func (r *run) rebalanceStep(table *kvstate.Table) error {
@@ -505,9 +506,17 @@ type RebalanceReport struct {
 	First      *RebalancePlan
 	Latest     []uint64
 	LatestSkew float64
-	// Pauses of the channels that lost or gained key groups in a step
-	// (from the marker to the end of adoption): p50, p99, max.
+	// Pauses of the channels that lost or gained key groups in a step:
+	// p50, p99, max. A channel that waits at the marker pauses from the
+	// marker to the end of adoption; one that holds (hold.go), for the
+	// marker, every wait for the handoff at a later batch and the
+	// adoptions.
 	PauseP50, PauseP99, PauseMax time.Duration
+	// Holds counts the gains of a step in which the gaining channel went
+	// on processing while its key groups were in transit; HoldWaits
+	// those of them in which a later batch (a watermark that fires, a
+	// barrier, another marker) waited for the handoff.
+	Holds, HoldWaits int64
 }
 
 func (r *run) rebalanceReport() *RebalanceReport {
@@ -520,5 +529,6 @@ func (r *run) rebalanceReport() *RebalanceReport {
 	rep := &RebalanceReport{Plans: b.plans, Steps: b.stepsN, Groups: b.moved, Bytes: b.bytes, First: b.first,
 		Latest: slices.Clone(b.latest), LatestSkew: b.lastSkw}
 	rep.PauseP50, rep.PauseP99, rep.PauseMax = r.balancePauses.percentiles()
+	rep.Holds, rep.HoldWaits = r.holds.Load(), r.holdWaits.Load()
 	return rep
 }

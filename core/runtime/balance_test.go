@@ -7,11 +7,13 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"streamd/core"
 	"streamd/core/runtime"
+	"streamd/core/window"
 	"streamd/internal/tier"
 	"streamd/kvstate"
 	"streamd/snapshot"
@@ -23,7 +25,9 @@ import (
 // a step every few source batches, each moving 1–8 key groups between
 // channels), gives the output, late count and dead-letter file of the
 // single source stage with no rebalancing, for the single source stage
-// and source workers M ∈ {1, 2, 3}, channels N ∈ {2, 3}.
+// and source workers M ∈ {1, 2, 3}, channels N ∈ {2, 3}. The window holds
+// key groups in transit (hold.go): every run has gains held, some passing
+// quiet watermarks and others waiting at a later marker.
 func TestRebalanceStepsKeepOutput(t *testing.T) {
 	recs := outOfOrder(40_000, 300, 7)
 	run := func(m, n int, seed uint64) ([]string, *runtime.Report, string) {
@@ -49,6 +53,9 @@ func TestRebalanceStepsKeepOutput(t *testing.T) {
 				name := fmt.Sprintf("%d workers, %d channels, seed %d", m, n, seed)
 				if rep.Rebalance == nil || rep.Rebalance.Steps < 5 || rep.Rescales != 0 {
 					t.Fatalf("%s: rebalance report %+v, %d channel changes", name, rep.Rebalance, rep.Rescales)
+				}
+				if rep.Rebalance.Holds == 0 {
+					t.Fatalf("%s: no gaining channel held its key groups in %d steps", name, rep.Rebalance.Steps)
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("%s: %d lines vs %d: %s", name, len(got), len(want), diffAt(got, want))
@@ -92,7 +99,8 @@ func TestRebalanceWithChannelChanges(t *testing.T) {
 // another source parallelism and channel count. The checkpoints record
 // the rebalanced table (Owners, not jump hashing), a restore at the same
 // channel count starts from it, and the committed output is the
-// uncrashed run's.
+// uncrashed run's. Gaining channels hold key groups in transit; a
+// barrier waits for their handoff, so no checkpoint sees them held.
 func TestRebalanceCrashRestore(t *testing.T) {
 	recs := outOfOrder(60_000, 200, 12)
 	ref, refSink := exchangeJob(t, newBlockSource(recs, 1), -1, 1, 60e9, 0, "")
@@ -144,8 +152,11 @@ func TestRebalanceCrashRestore(t *testing.T) {
 			// or block start after one): every checkpoint's table is
 			// rebalanced.
 			job.Checkpoint = &runtime.Checkpointing{Store: store, EveryBatches: 5 + rnd.IntN(4), Restore: restore}
-			_, err := runtime.Run(context.Background(), job)
+			rep, err := runtime.Run(context.Background(), job)
 			if err == nil {
+				if rep.Rebalance.Holds == 0 {
+					t.Fatalf("seed %d: no gain held in the last run (%d steps)", seed, rep.Rebalance.Steps)
+				}
 				break
 			}
 			if !errors.Is(err, errCrash) {
@@ -278,4 +289,134 @@ func (c *crashAfterCheckpoint) ReadBlock(ctx context.Context, b int, errs *core.
 		return c.wait()
 	}
 	return c.blockSource.ReadBlock(ctx, b, errs, emit)
+}
+
+// The gaining channel goes on while the losing one is behind: channel 0
+// is stopped (a gate before the window) at a record before the first
+// rebalance step's marker and let go only when channel 1 has processed a
+// record three source batches after the marker — which it can do only by
+// holding the key groups it gains from channel 0 instead of waiting for
+// them at the marker. The window is long (nothing fires before the end),
+// so every watermark in between is quiet. The output is the reference's
+// (one channel, no rebalancing). A gate still closed after 30 s means the
+// gainer waited: the gate opens then, and the test fails.
+func TestRebalanceGainerGoesOnWhileLoserIsBehind(t *testing.T) {
+	recs := outOfOrder(20_000, 300, 21)
+	const every, seed = 8, 3
+	// The first random step must move a key group from channel 0 to 1
+	// (the balancer's draw, redone here: Rebalance.RandomEvery).
+	tbl := kvstate.NewTable(kvstate.DefaultGroups, 2)
+	rnd := rand.New(rand.NewPCG(seed, 0xba1a))
+	fromZero, seen := false, map[int]bool{}
+	for range 1 + rnd.IntN(8) {
+		g := rnd.IntN(kvstate.DefaultGroups)
+		if seen[g] {
+			continue
+		}
+		seen[g] = true
+		rnd.IntN(1)
+		fromZero = fromZero || tbl.Owner(g) == 0
+	}
+	if !fromZero {
+		t.Fatal("seed: the first step moves nothing from channel 0 to 1")
+	}
+	want, _, _ := func() ([]string, *runtime.Report, string) {
+		job, sink := exchangeJob(t, newBlockSource(recs, 9), -1, 1, 1e15, 0, "")
+		return runWithLetters(t, "reference", job, sink, "")
+	}()
+	src := newBlockSource(recs, 9)
+	stopAt, goAt := int64(src.cuts[3]+1), int64(src.cuts[every+3]+1) // positions: the first records of batches 3 and every+3
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	timedOut := false
+	timer := time.AfterFunc(30*time.Second, func() { timedOut = true; open() })
+	defer timer.Stop()
+	gate := core.OperatorDef{Name: "gate", Out: testSchema, New: func(env core.Env) (core.Operator, error) {
+		return &gateOp{channel: env.Channel, stopAt: stopAt, goAt: goAt, release: release, open: open}, nil
+	}}
+	job, sink := exchangeJob(t, src, -1, 2, 1e15, 0, "")
+	job.RingSize = 64
+	job.Region.Ops = append([]core.OperatorDef{gate}, job.Region.Ops...)
+	job.Region.Rebalance = &runtime.Rebalance{RandomEvery: every, Seed: seed}
+	rep, err := runtime.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer.Stop()
+	if timedOut {
+		t.Fatal("channel 1 did not get past the marker while channel 0 was behind it")
+	}
+	if !slices.Equal(sink.lines, want) {
+		t.Fatalf("%d lines vs %d: %s", len(sink.lines), len(want), diffAt(sink.lines, want))
+	}
+	if rep.Rebalance.Holds == 0 {
+		t.Fatalf("no gain held: %+v", rep.Rebalance)
+	}
+}
+
+// gateOp passes batches on. On channel 0 it stops at the first batch
+// holding a record at position stopAt or later until release is closed;
+// on channel 1 it opens the gate at the first record at goAt or later.
+type gateOp struct {
+	core.Base
+	channel       int
+	stopAt, goAt  int64
+	release       chan struct{}
+	open          func()
+	stopped, went bool
+}
+
+func (g *gateOp) Process(in *core.Batch, out *core.Emitter) error {
+	if in.Len > 0 {
+		last := slices.Max(in.Pos[:in.Len])
+		switch {
+		case g.channel == 0 && !g.stopped && last >= g.stopAt:
+			g.stopped = true
+			<-g.release
+		case g.channel == 1 && !g.went && last >= g.goAt:
+			g.went = true
+			g.open()
+		}
+	}
+	out.Emit(in)
+	return nil
+}
+
+// Random rebalance steps under a running aggregate (one output record per
+// input record, in input order): it cannot hold key groups in transit, so
+// a gaining channel waits at the marker (no gain held), and the output is
+// the single channel's without rebalancing, for the single source stage
+// and 2 source workers, 2 and 3 channels.
+func TestRebalanceStepsKeepRunningAggregate(t *testing.T) {
+	recs := outOfOrder(30_000, 300, 17)
+	run := func(m, n int, seed uint64) ([]string, *runtime.Report) {
+		def, err := window.NewRunning(window.RunningSpec{Name: "r", Key: []string{"k"},
+			Aggs: []window.Agg{{Name: "n", Func: window.Count}, {Name: "total", Func: window.Sum, Field: "v"}, {Name: "hi", Func: window.Max, Field: "v"}}}, testSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, sink := exchangeJob(t, newBlockSource(recs, 5), m, n, 60e9, 0, "")
+		job.Region.Ops = []core.OperatorDef{def}
+		if seed != 0 {
+			job.Region.Rebalance = &runtime.Rebalance{RandomEvery: 1 + int(seed%3), Seed: seed}
+		}
+		got, rep, _ := runWithLetters(t, fmt.Sprintf("%d workers, %d channels, seed %d", m, n, seed), job, sink, "")
+		return got, rep
+	}
+	want, _ := run(-1, 1, 0)
+	for _, seed := range []uint64{1, 2} {
+		for _, m := range []int{-1, 2} {
+			for _, n := range []int{2, 3} {
+				got, rep := run(m, n, seed)
+				name := fmt.Sprintf("%d workers, %d channels, seed %d", m, n, seed)
+				if rep.Rebalance == nil || rep.Rebalance.Steps < 5 || rep.Rebalance.Holds != 0 {
+					t.Fatalf("%s: rebalance report %+v", name, rep.Rebalance)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: %d lines vs %d: %s", name, len(got), len(want), diffAt(got, want))
+				}
+			}
+		}
+	}
 }

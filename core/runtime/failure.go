@@ -134,7 +134,7 @@ func (r *run) drainFailed(c int, in input, insts []instance, send func(*core.Bat
 			b = core.NewMarker(core.Pulse)
 			b.MarkSeq = last
 		case core.Reconfig:
-			if err := r.migrate(c, reconfOf(b), insts, sc); err != nil {
+			if _, err := r.migrate(c, reconfOf(b), insts, sc, false); err != nil {
 				b.Release()
 				r.fail(err)
 				r.cancelRings()

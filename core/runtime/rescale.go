@@ -243,8 +243,11 @@ func (r *run) drain(sp *splitter) error {
 const drainSpin = 2 * time.Millisecond
 
 // migrate is what channel c does at a reconfiguration marker: hand the key
-// groups it loses to their new owners, then adopt those it gains.
-func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
+// groups it loses to their new owners, then adopt those it gains. At a
+// rebalance step, with canHold, a channel whose operators can hold the
+// groups it gains (hold.go) does not wait for them: migrate returns the
+// holding, which the channel settles later.
+func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU, canHold bool) (*holding, error) {
 	t0 := time.Now()
 	if c < len(rc.lose) {
 		for _, l := range rc.lose[c] {
@@ -257,8 +260,11 @@ func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 			rc.mail[l.to] <- h // buffered for every sender: never blocks
 		}
 	}
+	if canHold && rc.balance && c < len(rc.expect) && rc.expect[c] > 0 && hold(insts, rc.gains(c)) {
+		return &holding{rc: rc, left: rc.expect[c], pause: time.Since(t0)}, nil
+	}
 	if err := r.adopt(c, rc, insts, sc); err != nil {
-		return err
+		return nil, err
 	}
 	switch d := time.Since(t0); {
 	case !rc.balance:
@@ -268,7 +274,7 @@ func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 		r.balancePauses.record(d)
 		r.chanStats[c].PauseNs.Add(int64(d))
 	}
-	return nil
+	return nil, nil
 }
 
 // gains lists the key groups channel c gains in the change.
@@ -311,11 +317,7 @@ func (r *run) adopt(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 		if err != nil {
 			return err
 		}
-		for i, in := range insts {
-			if mg, ok := in.op.(core.Migrator); ok {
-				mg.AdoptGroups(h.groups, h.state[i])
-			}
-		}
+		adoptHandoff(h, insts)
 	}
 	return nil
 }

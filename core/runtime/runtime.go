@@ -84,6 +84,10 @@ type run struct {
 	bal           *balancer
 	loads         []atomic.Pointer[groupLoad]
 	balancePauses durationHist
+	// holds counts the rebalance steps in which a gaining channel went on
+	// processing while its key groups were in transit (hold.go);
+	// holdWaits those of them in which a later batch waited for them.
+	holds, holdWaits atomic.Int64
 
 	// Live reconfiguration (rescale.go) and the control plane's requests
 	// (control.go).
@@ -1146,6 +1150,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		}
 	}
 	lastWork := sc.work()
+	var held *holding
 	for {
 		b, err := in.pop(sc)
 		if err != nil {
@@ -1157,9 +1162,17 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			lo = b.Seq[0]
 		}
 		cur = last
+		if held != nil { // a step's key groups in transit (hold.go)
+			if held, err = r.settle(c, held, insts, sc, needsHeld(b, insts)); err != nil {
+				b.Release()
+				r.fail(err)
+				in.Cancel()
+				return
+			}
+		}
 		var retire bool
 		if kind == core.Reconfig {
-			if err := r.migrate(c, reconfOf(b), insts, sc); err != nil {
+			if held, err = r.migrate(c, reconfOf(b), insts, sc, true); err != nil {
 				b.Release()
 				r.fail(err)
 				in.Cancel()

@@ -335,3 +335,35 @@ func (w *windowOp) processWide(in *core.Batch, out *core.Emitter) error {
 	}
 	return nil
 }
+
+// addWide is processWide for one record (row), for a batch processed
+// while key groups are held (hold.go); processWide keeps its loop inline,
+// the global step's per-record path.
+func (w *windowOp) addWide(in *core.Batch, i int, row []core.Value, out *core.Emitter) error {
+	nw := w.in.Width()
+	weight := row[nw].Int()
+	if weight == 0 {
+		return w.add(in, i, row[:nw], w.in, out)
+	}
+	start, next, lastEnd := w.g.pane(in.Time[i])
+	if lastEnd-1 <= w.wm {
+		w.env.Errors.LateRecords(weight)
+		return nil
+	}
+	if next-1 <= w.wm {
+		w.env.Errors.PartlyLateRecords(weight)
+	}
+	_, accs := w.paneAccs(in.Hash[i], row, start)
+	w.mergePartial(accs, row)
+	return nil
+}
+
+// mergePartial merges the partial in wide row into accs.
+func (w *windowOp) mergePartial(accs []acc, row []core.Value) {
+	nw := w.in.Width()
+	for a := range w.aggs {
+		f := row[nw+1+3*a:]
+		src := acc{n: f[0].Int(), i: f[1].Int(), w: uint64(f[2].Int())}
+		w.aggs[a].merge(&accs[a], &src)
+	}
+}

@@ -273,6 +273,14 @@ type windowOp struct {
 	sizes  []int32             // bytes each key group took in the last snapshot (a buffer size hint)
 	sorted []sortItem          // sortByKey's buffers
 	byKey  []ref
+
+	// Key groups held while in transit (hold.go): pend[g] for a held
+	// group, npend of them; the kept records' rows (flat) and hashes and
+	// event times, in arrival order.
+	pend     []bool
+	npend    int
+	heldVals []core.Value
+	held     []held
 }
 
 // sortItem is the index of a reference to fire, with its key's sort
@@ -326,6 +334,9 @@ func (w *windowOp) newAccs() []acc {
 // wide schema (window.Spec.Local) holds partials and raw records: it goes
 // to processWide.
 func (w *windowOp) Process(in *core.Batch, out *core.Emitter) error {
+	if w.npend > 0 {
+		return w.processHolding(in, out)
+	}
 	if in.Schema == w.wide && w.wide != nil {
 		return w.processWide(in, out)
 	}
@@ -497,6 +508,9 @@ func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 	if wm <= w.wm {
 		return nil
 	}
+	if w.npend > 0 && !w.Quiet(wm) {
+		panic("window: a watermark that fires while key groups are held (core.Holder)")
+	}
 	w.wm = wm
 	w.late = max(w.late, expiry(wm, w.lateness))
 	if err := w.fireUpTo(wm, seq, out); err != nil {
@@ -507,6 +521,9 @@ func (w *windowOp) Watermark(wm int64, seq uint64, out *core.Emitter) error {
 }
 
 func (w *windowOp) Finish(seq uint64, out *core.Emitter) error {
+	if w.npend > 0 {
+		panic("window: Finish while key groups are held (core.Holder)")
+	}
 	w.wm, w.late = core.MaxWatermark, core.MaxWatermark
 	return w.fireUpTo(core.MaxWatermark, seq, out)
 }
@@ -664,6 +681,9 @@ func describe(s *core.Schema, row []core.Value) string {
 // key's state block and its map slot (a key's out-of-place panes and
 // string bytes are not counted: an estimate).
 func (w *windowOp) GroupBytes(g int) int64 {
+	if w.npend > 0 && w.pend[g] {
+		return 0 // its old owner may still be writing it
+	}
 	return int64(w.state.Len(g)) * int64(unsafe.Sizeof(keyState{})+16)
 }
 
@@ -681,6 +701,9 @@ type handoff struct {
 // channel added after an update raised the lateness learns from it which
 // windows had expired before.
 func (w *windowOp) ReleaseGroups(groups []int) any {
+	if w.npend > 0 {
+		panic("window: ReleaseGroups while key groups are held (core.Holder)")
+	}
 	if w.snap != nil {
 		w.snap.TouchGroups(groups) // the new owner will change them
 	}
@@ -688,13 +711,16 @@ func (w *windowOp) ReleaseGroups(groups []int) any {
 }
 
 // AdoptGroups implements core.Migrator: it adds another instance's released
-// keys to this instance's indexes.
-func (w *windowOp) AdoptGroups(_ []int, h any) {
+// keys to this instance's firing and purge indexes and, for held groups
+// (core.Holder), ends their hold: once none is held, the records kept
+// meanwhile are applied, in arrival order, before it returns.
+func (w *windowOp) AdoptGroups(groups []int, h any) {
 	ho := h.(*handoff)
 	w.fire.Adopt(ho.fire)
 	w.purge.Adopt(ho.purge)
 	w.late = max(w.late, ho.late)
 	w.retain = w.retain || ho.retain
+	w.unhold(groups)
 }
 
 // seqOf is record i's sequence number (0 where the batch has none: one
