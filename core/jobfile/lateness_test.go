@@ -83,6 +83,27 @@ func TestAllowedLatenessSameOutput(t *testing.T) {
 			}
 		}
 	}
+	// Rebalance steps and live channel changes: a window with allowed
+	// lateness does not hold moved key groups (its channel waits for the
+	// handoff), so late firings still come out at their records' places.
+	for _, c := range []struct {
+		region string
+		m, n   int
+	}{
+		{"  rebalance: {random_every: 2, seed: 3}\n", -1, 3},
+		{"  rebalance: {random_every: 1, seed: 4}\n", 2, 2},
+		{"  elastic: {random_every: 2, seed: 5, max_channels: 4}\n", 2, 2},
+	} {
+		j := strings.Replace(job, "  key_by: [k]\n", "  key_by: [k]\n"+c.region, 1)
+		got, dead, rep := runFiles(t, files, j, c.m, c.n)
+		if got != want || dead != wantDead || rep.LateFired != wantRep.LateFired {
+			t.Fatalf("%s m=%d n=%d: output equal %v, dead letters equal %v, fired again %d (want %d)",
+				strings.TrimSpace(c.region), c.m, c.n, got == want, dead == wantDead, rep.LateFired, wantRep.LateFired)
+		}
+		if strings.Contains(c.region, "rebalance") && (rep.Rebalance == nil || rep.Rebalance.Steps == 0 || rep.Rebalance.Holds != 0) {
+			t.Fatalf("%s: rebalance report %+v, want steps and no holds", strings.TrimSpace(c.region), rep.Rebalance)
+		}
+	}
 	// 0s is the default: today's output, and no late firing.
 	zero, zeroDead, zeroRep := runFiles(t, files, latenessJob("0s", ""), 2, 2)
 	none, noneDead, _ := runFiles(t, files, strings.Replace(latenessJob("0s", ""), "allowed_lateness: 0s, ", "", 1), -1, 1)
