@@ -807,6 +807,10 @@ func (x *exchange) barrierBlock() int {
 // none is in flight).
 func (r *run) requestBarrier(t int) {
 	x := r.x
+	if old := x.midInfo; old != nil && old.req != nil {
+		// Never sent: its waiter hears of the timeout from the coordinator.
+		r.answer(old.req, Outcome{Epoch: old.epoch, Position: -1}, old.wait, nil)
+	}
 	r.ck.epoch++
 	r.ck.begin(r.ck.epoch)
 	x.mid, x.midInfo = t, &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
@@ -844,6 +848,9 @@ func (x *exchange) takeBarrier(b int) *barrierInfo {
 func (r *run) midBarrier(w *srcWorker, b int, n int64) error {
 	x := r.x
 	x.mu.Lock()
+	if r.ctl.queued.Load() != 0 {
+		r.placeCheckpoint()
+	}
 	if x.mid != b && r.ck != nil && r.ck.dueByClock() {
 		if t := x.barrierBlock(); t >= 0 {
 			r.requestBarrier(t)
@@ -883,7 +890,16 @@ func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n int64) error
 	}
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp, m.Control = info.epoch, time.Now().UnixNano(), info
-	return w.sp.route(m)
+	req, wait := info.req, info.wait // info belongs to the checkpoint once routed
+	err := w.sp.route(m)
+	if req != nil {
+		out := Outcome{Epoch: info.epoch, Seq: w.sp.seq, Position: -1, Block: int64(b), Record: n}
+		if r.knowsPositions() || b == 0 {
+			out.Position = x.recordsBefore(b) + n
+		}
+		r.answer(req, out, wait, err)
+	}
+	return err
 }
 
 // workersFor is how many source workers a routing with n channels gets:
@@ -1143,7 +1159,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 				return err
 			}
 		}
-		if x.midReq.Load() == int64(cur) || r.ck != nil && r.ck.dueByClock() {
+		if x.midReq.Load() == int64(cur) || r.ck != nil && (r.ck.dueByClock() || r.ctl.queued.Load() != 0) {
 			return r.midBarrier(w, cur, read)
 		}
 		return nil

@@ -203,3 +203,94 @@ func TestFirstCheckpointsUnderBackpressure(t *testing.T) {
 		due = clock.ns.Load()/int64(time.Second) + secs
 	}
 }
+
+// A checkpoint asked for through the control plane (Live.Checkpoint, `ctl
+// checkpoint`) with source workers under backpressure goes inside the
+// block the channel reads, as a due one does: it reaches the slow
+// operator within a few batches of the request, not behind the blocks in
+// flight (32 batches each), and its answer names the barrier's sequence
+// number and its (block, record) position, those the checkpoint records.
+func TestExchangeControlCheckpointInsideBlock(t *testing.T) {
+	const perBlock = 32
+	recs := genRecords(150_000, 50, 5)
+	store, err := snapshot.Open(t.TempDir(), 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &manualClock{}
+	g := newGate(false)
+	job, err := windowJob(recs, 1, &epochMem{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := fixedBlocks(recs, perBlock)
+	job.Source, job.SourceParallelism = src, 2
+	job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
+	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Hour, Now: clock.now}
+	var live atomic.Pointer[runtime.Live]
+	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := runtime.Run(ctx, job); done <- err }()
+	defer func() {
+		cancel()
+		close(g.finish)
+		close(g.release)
+		<-done
+	}()
+	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
+	l := *live.Load()
+	released := int64(0)
+	step := func() {
+		waitFor(t, "the workers to fill the rings", func() bool { return l.RingLen()[0] >= 4 })
+		clock.add(time.Second)
+		select {
+		case g.release <- struct{}{}:
+			released++
+		case err := <-done:
+			t.Fatalf("the job ended: %v", err)
+		}
+	}
+	for range 40 {
+		step()
+	}
+	asked := released
+	type answer struct {
+		out runtime.Outcome
+		err error
+	}
+	ans := make(chan answer, 1)
+	go func() { out, err := l.Checkpoint(context.Background(), "test"); ans <- answer{out, err} }()
+	var at int64
+	for at = -1; at < 0; {
+		select {
+		case at = <-g.barriers:
+		default:
+			step()
+		}
+	}
+	a := <-ans
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	c, _, err := store.Latest()
+	if err != nil || c.Meta.ID != a.out.Epoch {
+		t.Fatalf("checkpoint %d answered, the store's newest is %v (%v)", a.out.Epoch, c, err)
+	}
+	t.Logf("asked after batch %d, reached the gate after batch %d; answer %+v; checkpoint at %v", asked, at, a.out, c.Meta.Sources)
+	if at-asked > 8 {
+		t.Errorf("the barrier asked for after batch %d reached the slow operator after batch %d", asked, at)
+	}
+	if b, r := c.Meta.Sources["block"], c.Meta.Sources["block_records"]; a.out.Block != b || a.out.Record != r {
+		t.Errorf("answer at (block %d, record %d), checkpoint at (%d, %d)", a.out.Block, a.out.Record, b, r)
+	}
+	if a.out.Record == 0 {
+		t.Errorf("the barrier is at a block's start (%+v): not the case this test is for", a.out)
+	}
+	if a.out.Seq>>32 != uint64(a.out.Block) {
+		t.Errorf("sequence number %#x is not in block %d", a.out.Seq, a.out.Block)
+	}
+	if want := src.BlockStart(int(a.out.Block)) + a.out.Record; a.out.Position != want || c.Meta.Sources["source"] != want {
+		t.Errorf("position %d answered, %d recorded, want %d", a.out.Position, c.Meta.Sources["source"], want)
+	}
+}
