@@ -108,6 +108,12 @@ type barrierInfo struct {
 	// tail, for a barrier source workers' channels place after the end of
 	// the input, is its index among those (exchange.endBarrier).
 	tail int
+	// req, for a checkpoint the control plane asked for with source
+	// workers, is the request answered when a worker sends the barrier
+	// (its sequence number and position are known then: sendBarrier),
+	// wait the channel the coordinator reports its end on; nil otherwise.
+	req  *ctlRequest
+	wait <-chan error
 }
 
 type ckptAck struct {

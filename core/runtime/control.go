@@ -90,6 +90,12 @@ type Reconfiguration struct {
 	To   int `json:"to,omitempty"`
 	// Epoch is a checkpoint's (checkpoint, stop).
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Block and Record, for a checkpoint taken by source workers, are its
+	// position in blocks: after every record of the blocks before Block
+	// and the first Record records of Block (both 0 otherwise, and at
+	// the input's start).
+	Block  int64 `json:"block,omitempty"`
+	Record int64 `json:"record,omitempty"`
 	// Err is why it was refused or failed ("" when it was carried out).
 	Err string `json:"error,omitempty"`
 }
@@ -346,9 +352,16 @@ func (r *run) placeControl(next int) (bool, error) {
 			later = append(later, qs[i+1:]...)
 			return true, err
 		case KindCheckpoint:
-			if r.ck.inFlight.Load() {
+			if r.ck.inFlight.Load() || x.mid >= 0 {
 				later = append(later, q)
 				continue
+			}
+			if t := x.barrierBlock(); t >= 0 {
+				// Inside the block the channels read first, as a due one
+				// (midBarrier); answered when its worker sends it.
+				r.requestCheckpoint(t, q)
+				later = append(later, qs[i+1:]...)
+				return true, nil
 			}
 			r.ck.epoch++
 			wait := r.ck.await(r.ck.epoch)
@@ -356,7 +369,7 @@ func (r *run) placeControl(next int) (bool, error) {
 			x.pending = next
 			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
 			x.pendingInfo.updates = r.updatesText
-			r.answer(q, Outcome{Epoch: r.ck.epoch, Seq: uint64(next) << blockSeqBits, Position: pos}, wait, nil)
+			r.answer(q, Outcome{Epoch: r.ck.epoch, Seq: uint64(next) << blockSeqBits, Position: pos, Block: int64(next)}, wait, nil)
 			later = append(later, qs[i+1:]...)
 			return true, nil
 		case KindUpdate:
@@ -376,6 +389,38 @@ func (r *run) placeControl(next int) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// requestCheckpoint starts the checkpoint control request q asks for and
+// requests its barrier in block t, which a worker is reading (x.mu held,
+// none in flight or requested); q is answered when the barrier is sent
+// (sendBarrier), with its sequence number and (block, record) position.
+func (r *run) requestCheckpoint(t int, q *ctlRequest) {
+	wait := r.ck.await(r.ck.epoch + 1)
+	r.requestBarrier(t)
+	r.x.midInfo.req, r.x.midInfo.wait = q, wait
+}
+
+// placeCheckpoint is what a source worker does between two batches while
+// control requests are queued (x.mu held): the first checkpoint request
+// goes inside the smallest block being read, when no checkpoint is in
+// flight or requested. Other requests wait for a block start
+// (placeControl).
+func (r *run) placeCheckpoint() {
+	x := r.x
+	if r.ck == nil || r.ck.inFlight.Load() || x.mid >= 0 {
+		return
+	}
+	t := x.barrierBlock()
+	if t < 0 {
+		return
+	}
+	qs := r.ctl.take()
+	if i := slices.IndexFunc(qs, func(q *ctlRequest) bool { return q.kind == KindCheckpoint }); i >= 0 {
+		r.requestCheckpoint(t, qs[i])
+		qs = slices.Delete(qs, i, i+1)
+	}
+	r.ctl.putBack(qs)
 }
 
 // minChannels is the fewest channels a scale may ask for: the elastic

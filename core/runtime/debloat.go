@@ -22,13 +22,21 @@ import (
 //
 // The controller is fed only on a producer's slow path (a push that found
 // its ring at the limit), with the clock read twice around the wait: with
-// no backpressure a push costs exactly what it did. Rings covered: the
-// splitter's rings to the channels (the single source stage's and every
-// source worker's M×N rings: each of channel c's M rings drains only
-// while c reads that worker's block, so its limit is its share of c's
-// throughput, and together they hold about the target) and each
-// channel's ring to the merger. The merger's rings to output workers
-// keep their full size.
+// no backpressure a push costs exactly what it did. Rings covered: every
+// ring on a barrier's path — the splitter's rings to the channels (the
+// single source stage's and every source worker's M×N rings: each of
+// channel c's M rings drains only while c reads that worker's block, so
+// its limit is its share of c's throughput, and together they hold about
+// the target), each channel's ring to the merger, and, with output
+// workers, the merger's rings to them and theirs to the writer.
+//
+// Slow start: a ring starts at debloatMin (newRing), before anything is
+// measured, so that the data in flight never exceeds the target at the
+// start of a run either; its producer's controller doubles it per window
+// in which it was rarely blocked, or in which its consumer waited for
+// input (a source worker's ring whose channel reads another worker's
+// block: exchange.starved), to the ring's size within a few windows when
+// there is no backpressure.
 
 // debloatMin is the smallest effective capacity, in batches: room for a
 // data batch and the markers that follow it (watermark, pulse), so that a
@@ -68,6 +76,10 @@ type debloater struct {
 	// (0: none yet), which every worker publishes and seeds its rings
 	// with at a block's start (seed); nil for other producers.
 	shared []atomic.Int32
+	// starved, for a source worker, is each channel's running total of
+	// the time it waited for input (ns on now's clock: exchange.starved),
+	// by channel; nil for other producers.
+	starved []atomic.Int64
 }
 
 // newDebloater returns a debloater for rings of the run's size, or nil
@@ -77,12 +89,29 @@ func (r *run) newDebloater() *debloater {
 	if t <= 0 {
 		return nil
 	}
-	d := &debloater{now: func() int64 { return time.Now().UnixNano() }, target: t}
+	return &debloater{now: r.debloatClock(), target: t}
+}
+
+// debloatClock is the clock the debloaters read (ns): the checkpoint
+// clock when scripted; nil when debloating is off.
+func (r *run) debloatClock() func() int64 {
+	if bufferTarget(r.job) <= 0 {
+		return nil
+	}
 	if cp := r.job.Checkpoint; cp != nil && cp.Now != nil {
 		now := cp.Now
-		d.now = func() int64 { return now().UnixNano() }
+		return func() int64 { return now().UnixNano() }
 	}
-	return d
+	return func() int64 { return time.Now().UnixNano() }
+}
+
+// slowStart gives a ring on a barrier's path its starting effective
+// capacity when debloating is on (debloatMin: slow start), before its
+// producer has it.
+func slowStart[T any](job *Job, rg *ring.SPSC[T]) {
+	if bufferTarget(job) > 0 {
+		rg.SetLimit(debloatMin)
+	}
 }
 
 // reset forgets what was measured: the producer pushes to other rings
@@ -101,24 +130,54 @@ func (d *debloater) push(sc *stageCPU, i int, rg *ring.SPSC[*core.Batch], b *cor
 	if err != nil {
 		return blockedNs, err
 	}
-	c := d.controller(i, rg)
+	observe(d, i, rg, t0)
+	return blockedNs, nil
+}
+
+// pushEncoded is push for an output worker's ring to the writer.
+func (d *debloater) pushEncoded(sc *stageCPU, i int, rg *ring.SPSC[*encoded], it *encoded) (blockedNs int64, err error) {
+	if rg.TryPush(it) {
+		return 0, nil
+	}
+	t0 := d.now()
+	blockedNs, err = sc.pushEncoded(rg, it)
+	if err != nil {
+		return blockedNs, err
+	}
+	observe(d, i, rg, t0)
+	return blockedNs, nil
+}
+
+// observe feeds ring i's controller after a push to rg that waited from
+// t0 (d.now's clock) until now, and sets rg's effective capacity to its
+// answer (and publishes it, for a source worker).
+func observe[T any](d *debloater, i int, rg *ring.SPSC[T], t0 int64) {
+	c := d.controller(i, rg.Cap(), rg.Limit())
 	t1 := d.now()
-	limit := c.Observe(t1, rg.Popped(), t1-t0)
+	var starved int64
+	if i < len(d.starved) {
+		starved = d.starved[i].Load()
+	}
+	limit := c.ObserveStarved(t1, rg.Popped(), t1-t0, starved)
 	rg.SetLimit(limit)
 	if i < len(d.shared) {
 		d.shared[i].Store(int32(limit))
 	}
-	return blockedNs, nil
 }
 
-// controller is ring i's controller, made on first use.
-func (d *debloater) controller(i int, rg *ring.SPSC[*core.Batch]) *debloat.Controller {
+// controller is ring i's controller, made on first use for a ring of
+// capacity size whose effective capacity is now limit (its slow start, or
+// what it kept across reset): that limit holds until the first decision.
+func (d *debloater) controller(i, size, limit int) *debloat.Controller {
 	for len(d.ctl) <= i {
 		d.ctl = append(d.ctl, debloat.Controller{})
 	}
 	c := &d.ctl[i]
 	if c.Target == 0 {
-		*c = debloat.Controller{Target: int64(d.target), Min: min(debloatMin, rg.Cap()), Max: rg.Cap()}
+		*c = debloat.Controller{Target: int64(d.target), Min: min(debloatMin, size), Max: size}
+		if limit < size {
+			c.Seed(limit)
+		}
 	}
 	return c
 }
@@ -137,7 +196,7 @@ func (d *debloater) seed(rings []*ring.SPSC[*core.Batch]) {
 			return
 		}
 		if l := int(d.shared[i].Load()); l > 0 {
-			rg.SetLimit(d.controller(i, rg).Seed(l))
+			rg.SetLimit(d.controller(i, rg.Cap(), rg.Limit()).Seed(l))
 		}
 	}
 }

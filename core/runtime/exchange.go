@@ -90,10 +90,33 @@ type blockInput struct {
 	// that replaces prevMax; nil otherwise.
 	times *inputTimes
 	tail  int // end-of-input barriers delivered (endBarrier)
+	// starved, when debloating is on, is x.starved[channel]: the time the
+	// channel waited for input, on now's clock; nil otherwise.
+	starved *atomic.Int64
+	now     func() int64
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
-	return &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
+	in := &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
+	if x.now != nil {
+		in.starved, in.now = &x.starved[channel], x.now
+	}
+	return in
+}
+
+// popCur pops the block's ring; a pop that waits adds its wait to
+// starved (debloating's sign that the channel keeps up with its workers).
+func (in *blockInput) popCur(sc *stageCPU) (*core.Batch, error) {
+	if in.starved == nil {
+		return sc.pop(in.cur)
+	}
+	if bt, ok := in.cur.TryPop(); ok {
+		return bt, nil
+	}
+	t0 := in.now()
+	bt, err := sc.pop(in.cur)
+	in.starved.Add(in.now() - t0)
+	return bt, err
 }
 
 func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
@@ -112,8 +135,15 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 		}
 		if in.cur == nil {
 			t0 := sched.ThreadCPU()
+			var w0 int64
+			if in.starved != nil {
+				w0 = in.now()
+			}
 			rg, cfg, err := in.x.ringFor(in.ctx, in.b, in.channel)
 			sc.waited(t0)
+			if in.starved != nil {
+				in.starved.Add(in.now() - w0)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +165,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 				return nil, fmt.Errorf("channel %d: no ring for block %d", in.channel, in.b)
 			}
 		}
-		bt, err := sc.pop(in.cur)
+		bt, err := in.popCur(sc)
 		if err != nil {
 			return nil, err
 		}
@@ -316,8 +346,13 @@ type exchange struct {
 	midInfo *barrierInfo
 	midReq  atomic.Int64 // mid, read without mu
 	// limits is the buffer-debloating limit last measured for each
-	// channel's rings, by channel (debloater.seed).
-	limits []atomic.Int32
+	// channel's rings, by channel (debloater.seed); starved, by channel,
+	// the time (ns on now's clock) each channel waited for input, which
+	// the workers' debloat controllers read (a channel that waits keeps
+	// up: no backpressure); now is nil when debloating is off.
+	limits  []atomic.Int32
+	starved []atomic.Int64
+	now     func() int64
 	// floor is the first block a barrier may go in: the block of the
 	// newest change of logic (its JSON is in every later barrier's
 	// updates, so no barrier may come before it).
@@ -443,6 +478,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	x.midReq.Store(-1)
 	x.turn = sync.NewCond(&x.lettersMu)
 	x.limits = make([]atomic.Int32, r.maxChannels)
+	x.starved, x.now = make([]atomic.Int64, r.maxChannels), r.debloatClock()
 	x.r, x.atEnd = r, map[int]bool{}
 	x.started.Store(int64(r.startBlock) - 1)
 	r.x = x
@@ -487,7 +523,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
 	if sp.db = r.newDebloater(); sp.db != nil {
-		sp.db.shared = x.limits
+		sp.db.shared, sp.db.starved = x.limits, x.starved
 	}
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
@@ -771,6 +807,10 @@ func (x *exchange) barrierBlock() int {
 // none is in flight).
 func (r *run) requestBarrier(t int) {
 	x := r.x
+	if old := x.midInfo; old != nil && old.req != nil {
+		// Never sent: its waiter hears of the timeout from the coordinator.
+		r.answer(old.req, Outcome{Epoch: old.epoch, Position: -1}, old.wait, nil)
+	}
 	r.ck.epoch++
 	r.ck.begin(r.ck.epoch)
 	x.mid, x.midInfo = t, &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
@@ -808,6 +848,9 @@ func (x *exchange) takeBarrier(b int) *barrierInfo {
 func (r *run) midBarrier(w *srcWorker, b int, n int64) error {
 	x := r.x
 	x.mu.Lock()
+	if r.ctl.queued.Load() != 0 {
+		r.placeCheckpoint()
+	}
 	if x.mid != b && r.ck != nil && r.ck.dueByClock() {
 		if t := x.barrierBlock(); t >= 0 {
 			r.requestBarrier(t)
@@ -847,7 +890,16 @@ func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n int64) error
 	}
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp, m.Control = info.epoch, time.Now().UnixNano(), info
-	return w.sp.route(m)
+	req, wait := info.req, info.wait // info belongs to the checkpoint once routed
+	err := w.sp.route(m)
+	if req != nil {
+		out := Outcome{Epoch: info.epoch, Seq: w.sp.seq, Position: -1, Block: int64(b), Record: n}
+		if r.knowsPositions() || b == 0 {
+			out.Position = x.recordsBefore(b) + n
+		}
+		r.answer(req, out, wait, err)
+	}
+	return err
 }
 
 // workersFor is how many source workers a routing with n channels gets:
@@ -1107,7 +1159,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 				return err
 			}
 		}
-		if x.midReq.Load() == int64(cur) || r.ck != nil && r.ck.dueByClock() {
+		if x.midReq.Load() == int64(cur) || r.ck != nil && (r.ck.dueByClock() || r.ctl.queued.Load() != 0) {
 			return r.midBarrier(w, cur, read)
 		}
 		return nil

@@ -93,6 +93,10 @@ type output struct {
 	// merger's CPU account (merger only).
 	next      int
 	mergerCPU *stageCPU
+	// db debloats the rings to the workers (merger's; nil: off), dbs[k]
+	// worker k's ring to the writer (debloat.go).
+	db  *debloater
+	dbs []*debloater
 	// pos and seq, for a sink that takes positional writes without
 	// checkpoints: the workers write their items themselves at offsets
 	// seq hands out in order, and there is no writer stage.
@@ -153,6 +157,7 @@ func (r *run) buildOutput(k int) error {
 			if err != nil {
 				return err
 			}
+			slowStart(r.job, out)
 			r.register(out)
 			o.out = append(o.out, out)
 		}
@@ -162,7 +167,9 @@ func (r *run) buildOutput(k int) error {
 		}
 		sc := r.newReplicatedStageCPU("output", w)
 		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
+		o.dbs = append(o.dbs, r.newDebloater())
 	}
+	o.db = r.newDebloater()
 	o.fails = newOutFailures(k)
 	r.out = o
 	return nil
@@ -176,7 +183,6 @@ func (r *run) buildOutput(k int) error {
 // (PartChunk). It takes ownership of b. Merger only (or the source stage,
 // for parts without a region).
 func (o *output) Push(b *core.Batch) error {
-	sc := o.mergerCPU
 	switch b.Kind {
 	case core.Data, core.Barrier:
 		if o.parts != nil && b.Kind == core.Data {
@@ -184,7 +190,7 @@ func (o *output) Push(b *core.Batch) error {
 		}
 		w := o.next
 		o.next = (o.next + 1) % len(o.in)
-		if _, err := sc.push(o.in[w], b); err != nil {
+		if _, err := o.push(w, b); err != nil {
 			discard(b)
 			return err
 		}
@@ -201,7 +207,7 @@ func (o *output) Push(b *core.Batch) error {
 			w := (o.next + j) % len(o.in)
 			m := core.NewMarker(b.Kind)
 			m.MarkSeq, m.Stamp, m.Control = b.MarkSeq, b.Stamp, b.Control
-			if _, err := sc.push(o.in[w], m); err != nil {
+			if _, err := o.push(w, m); err != nil {
 				m.Release()
 				b.Release()
 				return err
@@ -212,6 +218,14 @@ func (o *output) Push(b *core.Batch) error {
 		b.Release()
 	}
 	return nil
+}
+
+// push hands b to worker w's ring (merger only), debloated.
+func (o *output) push(w int, b *core.Batch) (int64, error) {
+	if o.db != nil {
+		return o.db.push(o.mergerCPU, w, o.in[w], b)
+	}
+	return o.mergerCPU.push(o.in[w], b)
 }
 
 // pushChunks hands b's records to the part workers by chunk: the records
@@ -228,7 +242,7 @@ func (o *output) pushChunks(b *core.Batch) error {
 		if o.chunkLeft == 0 {
 			o.next, o.chunkLeft = (o.next+1)%len(o.in), PartChunk
 		}
-		if _, err := o.mergerCPU.push(o.in[w], b); err != nil {
+		if _, err := o.push(w, b); err != nil {
 			discard(b)
 			if rest != nil {
 				discard(rest)
@@ -350,7 +364,12 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 			}
 			continue
 		}
-		if _, err := sc.pushEncoded(o.out[w], cur); err != nil {
+		if db := o.dbs[w]; db != nil {
+			_, err = db.pushEncoded(sc, 0, o.out[w], cur)
+		} else {
+			_, err = sc.pushEncoded(o.out[w], cur)
+		}
+		if err != nil {
 			cur.release()
 			return nil
 		}

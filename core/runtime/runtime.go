@@ -201,7 +201,9 @@ func (r *run) cancelRings() {
 	r.bell.ring()
 }
 
-// newRing makes a ring of batches and registers it.
+// newRing makes a ring of batches, which every caller puts on a barrier's
+// path with a debloating producer (its slow start: slowStart), and
+// registers it.
 func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	rg, err := ring.New[*core.Batch](r.job.RingSize)
 	if err != nil {
@@ -210,6 +212,7 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	if r.yield {
 		rg.SetYield(oversubscribedYield)
 	}
+	slowStart(r.job, rg)
 	r.register(rg)
 	return rg, nil
 }

@@ -24,8 +24,15 @@ import "math"
 //     window): the consumer had input all along, so what it took over the
 //     window is its throughput; the limit becomes throughput × Target,
 //     rounded up, within [Min, Max];
-//   - otherwise the limit doubles (up to Max): the consumer keeps up, and a
-//     tight limit would only turn bursts into blocking.
+//   - otherwise, or when the consumer waited for input for at least 1/8
+//     of the window (ObserveStarved), the limit doubles (up to Max): the
+//     consumer keeps up, and a tight limit would only turn bursts into
+//     blocking.
+//
+// Slow start: a producer may Seed a small limit before its first push (the
+// runtime seeds its floor), so that nothing is in flight beyond it before
+// anything was measured; without backpressure the doublings take the
+// limit to Max within log2(Max/seed) windows.
 //
 // Only the producer calls it; it is not safe for concurrent use.
 type Controller struct {
@@ -41,6 +48,7 @@ type Controller struct {
 	t0      int64  // the window's start, ns
 	popped0 uint64 // the consumer's count at t0
 	blocked int64  // ns the producer was blocked in the window
+	starved int64  // the consumer's starved total at t0 (ObserveStarved)
 	limit   int
 }
 
@@ -49,10 +57,22 @@ type Controller struct {
 // blockedNs (how long that push waited, ns, on the same clock). It returns
 // the ring's effective capacity from now on, in [Min, Max].
 func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
+	return c.ObserveStarved(now, popped, blockedNs, 0)
+}
+
+// ObserveStarved is Observe for a producer that also knows starvedNs: the
+// consumer's running total of the time it waited for input (ns, same
+// clock), on this ring or on others it reads. A window in which that
+// total grew by at least 1/8 of it is no backpressure whatever the
+// producer saw: the consumer kept up, and was taking from another ring
+// while this one waited (the exchange's rings to one channel, read one
+// block at a time), so what it took from this one is no measure of its
+// throughput.
+func (c *Controller) ObserveStarved(now int64, popped uint64, blockedNs, starvedNs int64) int {
 	if !c.started {
 		// The push that found the ring full opens the first window; its
 		// own wait began before it.
-		c.started, c.t0, c.popped0 = true, now-blockedNs, popped-0
+		c.started, c.t0, c.popped0, c.starved = true, now-blockedNs, popped, starvedNs
 		if c.limit == 0 { // not seeded
 			c.limit = c.Max
 		}
@@ -66,7 +86,7 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 	if span < w {
 		return c.Limit()
 	}
-	if c.blocked*8 >= span {
+	if c.blocked*8 >= span && (starvedNs-c.starved)*8 < span {
 		taken := popped - c.popped0
 		// taken/span slots per ns × Target ns, rounded up.
 		c.limit = int(math.Ceil(float64(taken) * float64(c.Target) / float64(span)))
@@ -74,7 +94,7 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 		c.limit *= 2
 	}
 	c.limit = min(max(c.limit, c.Min), c.Max)
-	c.t0, c.popped0, c.blocked = now, popped, 0
+	c.t0, c.popped0, c.blocked, c.starved = now, popped, 0, starvedNs
 	return c.limit
 }
 

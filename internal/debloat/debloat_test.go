@@ -1,6 +1,7 @@
 package debloat
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -108,5 +109,62 @@ func TestSeed(t *testing.T) {
 	// A window of backpressure at 5 slots/s decides 5.
 	if l := c.Observe(1100*ms, 6, 1000*ms); l != 5 {
 		t.Fatalf("limit %d after a window at 5/s, want 5", l)
+	}
+}
+
+// Slow start: seeded at the floor before the first push, the limit
+// doubles window by window to Max when the producer rarely waits, and
+// follows the consumer's rate at once when it is blocked (backpressure
+// from the start).
+func TestSlowStart(t *testing.T) {
+	c := &Controller{Target: int64(time.Second), Min: 4, Max: 64}
+	if l := c.Seed(4); l != 4 {
+		t.Fatalf("seeded 4: %d", l)
+	}
+	now, popped := int64(0), uint64(0)
+	var got []int
+	for range 5 { // a push a second that waited 1 ms: no backpressure
+		now += int64(time.Second)
+		popped += 1000
+		got = append(got, c.Observe(now, popped, ms))
+	}
+	if want := []int{4, 8, 16, 32, 64}; !slices.Equal(got, want) {
+		t.Fatalf("slow start without backpressure: %v, want %v", got, want)
+	}
+
+	c = &Controller{Target: int64(time.Second), Min: 4, Max: 64}
+	c.Seed(4)
+	now, popped = 0, 0
+	for range 300 { // blocked all along, the consumer at 6 slots/s
+		now += 10 * ms
+		popped = uint64(now * 6 / int64(time.Second))
+		c.Observe(now, popped, 10*ms)
+	}
+	if l := c.Limit(); l != 6 {
+		t.Fatalf("slow start under backpressure at 6/s: limit %d, want 6", l)
+	}
+}
+
+// A consumer that waited for input for 1/8 of a window or more kept up:
+// the producer's wait on this ring (the consumer reading another) is no
+// backpressure, and the limit doubles instead of falling to what the
+// consumer took from this ring (nothing).
+func TestStarvedConsumer(t *testing.T) {
+	c := &Controller{Target: int64(time.Second), Min: 4, Max: 64}
+	c.Seed(4)
+	now, starved := int64(0), int64(0)
+	var got []int
+	for range 4 { // a push waiting 1 s on a ring the consumer does not read
+		now += int64(time.Second)
+		starved += 500 * ms
+		got = append(got, c.ObserveStarved(now, 0, int64(time.Second), starved))
+	}
+	if want := []int{4, 8, 16, 32}; !slices.Equal(got, want) {
+		t.Fatalf("starved consumer: %v, want %v", got, want)
+	}
+	// The same waits with a consumer that never waited: backpressure,
+	// nothing taken from this ring: the floor.
+	if l := c.ObserveStarved(now+int64(time.Second), 0, int64(time.Second), starved); l != 4 {
+		t.Fatalf("busy consumer, nothing taken: limit %d, want 4", l)
 	}
 }
