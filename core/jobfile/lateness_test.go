@@ -92,6 +92,7 @@ func TestAllowedLatenessSameOutput(t *testing.T) {
 	}{
 		{"  rebalance: {random_every: 2, seed: 3}\n", -1, 3},
 		{"  rebalance: {random_every: 1, seed: 4}\n", 2, 2},
+		{"  rebalance: {random_every: 1, seed: 4}\n", -1, 2},
 		{"  elastic: {random_every: 2, seed: 5, max_channels: 4}\n", 2, 2},
 	} {
 		j := strings.Replace(job, "  key_by: [k]\n", "  key_by: [k]\n"+c.region, 1)
@@ -100,7 +101,9 @@ func TestAllowedLatenessSameOutput(t *testing.T) {
 			t.Fatalf("%s m=%d n=%d: output equal %v, dead letters equal %v, fired again %d (want %d)",
 				strings.TrimSpace(c.region), c.m, c.n, got == want, dead == wantDead, rep.LateFired, wantRep.LateFired)
 		}
-		if strings.Contains(c.region, "rebalance") && (rep.Rebalance == nil || rep.Rebalance.Steps == 0 || rep.Rebalance.Holds != 0) {
+		// With source workers steps go at block starts not yet taken (4
+		// blocks here): whether one is placed depends on timing.
+		if strings.Contains(c.region, "rebalance") && c.m < 0 && (rep.Rebalance == nil || rep.Rebalance.Steps == 0 || rep.Rebalance.Holds != 0) {
 			t.Fatalf("%s: rebalance report %+v, want steps and no holds", strings.TrimSpace(c.region), rep.Rebalance)
 		}
 	}
