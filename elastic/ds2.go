@@ -56,6 +56,12 @@ import (
 //     true rate, or the measured capacities of the counts around it when
 //     they give more (sub-linear scaling makes fewer channels relatively
 //     faster).
+//   - A loaded machine (loaded.go): a congested window with the channels
+//     descheduled for more than a fifth of their busy time
+//     ([Period.Descheduled]) is not judged: no change, no downstream
+//     bound, and the check after a change up waits for another window.
+//     Descheduling that lasts 2 × WindowPeriods periods at one count is
+//     judged as usual.
 //   - No change within Config.CoolDownPeriods periods of the last one.
 type DS2 struct {
 	cfg      Config
@@ -66,10 +72,11 @@ type DS2 struct {
 	stay     int // periods at the current count, warm-up included
 	changed  bool
 
-	cong, tput, load, rate, util series // the window at the current count
-	calm                         int    // consecutive uncongested periods
-	asks                         series // counts asked for in the last ScaleDownPeriods periods
-	scratch                      []float64
+	cong, tput, load, rate, util, desched series // the window at the current count
+	calm                                  int    // consecutive uncongested periods
+	starvedRun                            int    // consecutive periods with the channels descheduled
+	asks                                  series // counts asked for in the last ScaleDownPeriods periods
+	scratch                               []float64
 
 	points   map[int]float64 // throughput of a congested window per count
 	pend     check           // the change up to check
@@ -92,7 +99,7 @@ func newDS2(cfg Config) *DS2 {
 	lo, hi := cfg.MinChannels, cfg.Limit()
 	w := cfg.WindowPeriods
 	return &DS2{cfg: cfg, lo: lo, hi: hi, channels: min(max(cfg.initial(), lo), hi),
-		cong: newSeries(w), tput: newSeries(w), load: newSeries(w), rate: newSeries(w), util: newSeries(w),
+		cong: newSeries(w), tput: newSeries(w), load: newSeries(w), rate: newSeries(w), util: newSeries(w), desched: newSeries(w),
 		asks: newSeries(cfg.ScaleDownPeriods), points: map[int]float64{}}
 }
 
@@ -120,8 +127,8 @@ func (d *DS2) Step(p Period) Decision {
 	if n != d.lastN {
 		d.changed = d.lastN != 0
 		d.warm = d.cfg.WarmUpPeriods
-		d.lastN, d.stay, d.calm = n, 0, 0
-		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.asks} {
+		d.lastN, d.stay, d.calm, d.starvedRun = n, 0, 0, 0
+		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.desched, &d.asks} {
 			s.reset()
 		}
 		if d.pend.ok && d.pend.to != n {
@@ -145,6 +152,8 @@ func (d *DS2) Step(p Period) Decision {
 	d.load.push(p.OfferedLoad())
 	d.rate.push(p.TrueRate())
 	d.util.push(p.Utilization())
+	d.desched.push(p.Descheduled())
+	d.starvedRun = starvedRun(d.starvedRun, p)
 	drain := 0.0
 	if p.Backlog > 0 {
 		drain = float64(p.Backlog) / (float64(d.cfg.DrainPeriods) * p.seconds())
@@ -166,8 +175,10 @@ func (d *DS2) Step(p Period) Decision {
 	st := d.cfg.Statistic
 	C, T := st.of(d.cong.xs, &d.scratch), st.of(d.tput.xs, &d.scratch)
 	L, r, U := st.of(d.load.xs, &d.scratch), st.of(d.rate.xs, &d.scratch), st.of(d.util.xs, &d.scratch)
+	D := st.of(d.desched.xs, &d.scratch)
 	cong := C > thr
-	downstream := cong && U < busyCap
+	starved := loaded(D, d.starvedRun, d.cfg.WindowPeriods)
+	downstream := cong && U < busyCap && !starved
 	if cong && !downstream {
 		d.points[n] = max(d.points[n], T)
 	}
@@ -175,8 +186,9 @@ func (d *DS2) Step(p Period) Decision {
 		d.ceiling, d.ceilT = 0, 0 // a count delivered more than the ceiling was measured at
 	}
 
-	// The check after a change up.
-	if d.pend.ok {
+	// The check after a change up; a congested window with the channels
+	// descheduled says nothing about what they bring: wait for another.
+	if d.pend.ok && !(cong && starved) {
 		d.pend.ok = false
 		gain, want := T-d.pend.t, d.cfg.MinGain*d.pend.r*float64(n-d.pend.from)
 		switch {
@@ -197,6 +209,11 @@ func (d *DS2) Step(p Period) Decision {
 	if d.changed && d.stay < d.cfg.CoolDownPeriods {
 		return hold(RuleHold, fmt.Sprintf("cool-down %d/%d after a change (congestion %.2f, throughput %s)",
 			d.stay, d.cfg.CoolDownPeriods, C, fmtRate(T)))
+	}
+
+	if cong && starved {
+		return hold(RuleHold, fmt.Sprintf("congested (%.2f) with the channels descheduled %.0f %% of their busy time: the machine is loaded, %d channels are not judged",
+			C, 100*D, n))
 	}
 
 	target := L + drain

@@ -39,8 +39,8 @@ import (
 //	                                         to spare) to a change up
 //
 // Model keys (default: Calibrated(100k, 0.05, 1)): rate= noise= capnoise=
-// seed= knee= beyond= cores= serial= bottleneck= pause= skip= cpu=
-// backlog= lossy= efficiency=. Config keys (default: DefaultConfig with
+// steal= stealshare= seed= knee= beyond= cores= serial= bottleneck= pause= skip= cpu=
+// backlog= lossy= catchup= efficiency=. Config keys (default: DefaultConfig with
 // cores=16): limit= min= initial= threshold= alpha= down= warmup= drain=
 // window= stat= cooldown= gain= memory=.
 func TestScenarios(t *testing.T) {
@@ -171,17 +171,20 @@ func (s *scenarioState) runCmd(name string, args map[string]string) string {
 	p := argParser{args: args}
 	m := Calibrated(p.rate("rate", 100e3), p.float("noise", 0.05), uint64(p.int("seed", 1)))
 	m.CapNoise = p.float("capnoise", 0)
+	m.Steal = p.float("steal", 0)
+	m.StealShare = p.float("stealshare", 0)
 	m.Efficiency = p.float("efficiency", 0)
 	m.Knee = p.int("knee", 0)
 	m.Beyond = p.float("beyond", 0)
 	m.Cores = p.int("cores", 0)
-	m.SerialStages = p.int("serial", m.SerialStages)
+	m.SerialStages = p.float("serial", m.SerialStages)
 	m.Bottleneck = p.rate("bottleneck", 0)
 	m.PauseNs = int64(p.dur("pause", time.Duration(m.PauseNs)))
 	m.SkipChangePeriod = p.bool("skip", m.SkipChangePeriod)
 	m.ThreadCPU = p.bool("cpu", m.ThreadCPU)
 	m.ReportBacklog = p.bool("backlog", m.ReportBacklog)
 	m.Lossy = p.bool("lossy", false)
+	m.CatchUp = p.bool("catchup", false)
 	cfg := elastic.DefaultConfig()
 	cfg.Cores = p.int("limit", 16)
 	cfg.MinChannels = p.int("min", cfg.MinChannels)
