@@ -170,11 +170,11 @@ func TestTimelineExternalScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := strings.Split(strings.TrimSpace(timeline.String()), "\n")
-	if len(rows) != 2 || !strings.HasSuffix(rows[0], ",target,backlog") {
+	if len(rows) != 2 || rows[0] != elastic.TimelineHeader {
 		t.Fatalf("timeline: want the header and one row, got:\n%s", timeline.String())
 	}
 	f := strings.Split(rows[1], ",")
-	if len(f) != 10 || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" {
+	if len(f) != 18 || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" {
 		t.Fatalf("timeline row %q: want channels 1, level -1, rule ctl:scale, applied true, target 2", rows[1])
 	}
 }

@@ -28,7 +28,8 @@ type Elastic struct {
 	// Timeline, if set, receives one CSV line per period: time (s),
 	// channels, congestion index, throughput and arrival rate (records/s),
 	// level, rule, applied, target channel count, backlog (records at the
-	// period's end).
+	// period's end), then the period as the policy saw it
+	// (elastic.TimelineHeader), so that a run can be replayed.
 	Timeline io.Writer
 }
 
@@ -412,7 +413,7 @@ func newScaler(reg *Region, log *slog.Logger) (scaler, error) {
 			c.period = time.Second
 		}
 		if c.timeline != nil {
-			fmt.Fprintln(c.timeline, "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog")
+			fmt.Fprintln(c.timeline, elastic.TimelineHeader)
 		}
 		return c, nil
 	}
@@ -472,9 +473,7 @@ func (c *controlled) external(kind string, from, to int, now time.Time) {
 	if c.start.IsZero() { // before the controller's first period
 		c.start, c.last = now, now
 	}
-	p := c.seen
-	fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), from,
-		p.Congestion(), p.Throughput(), p.ArrivalRate(), -1, "ctl:"+kind, true, to, p.Backlog)
+	elastic.WriteTimelineChange(c.timeline, now.Sub(c.start).Seconds(), kind, from, to, c.seen)
 }
 
 func (c *controlled) next(r *run) int {
@@ -516,8 +515,7 @@ func (c *controlled) next(r *run) int {
 		"throughput", fmt.Sprintf("%.0f", p.Throughput()), "arrival", fmt.Sprintf("%.0f", p.ArrivalRate()),
 		"backlog", p.Backlog, "level", d.Level, "channels", d.Channels, "rule", d.Rule, "applied", applied, "reason", d.Reason)
 	if c.timeline != nil {
-		fmt.Fprintf(c.timeline, "%.3f,%d,%.4f,%.0f,%.0f,%d,%s,%v,%d,%d\n", now.Sub(c.start).Seconds(), len(p.Channels),
-			p.Congestion(), p.Throughput(), p.ArrivalRate(), d.Level, d.Rule, applied, d.Channels, p.Backlog)
+		elastic.WriteTimelineRow(c.timeline, now.Sub(c.start).Seconds(), p, d, applied)
 	}
 	if !applied {
 		return 0
