@@ -61,6 +61,11 @@ type Model struct {
 	// channel adds only Beyond × ChannelRate (0: nothing, flat capacity).
 	Knee   int
 	Beyond float64
+	// Measured, when not empty, replaces ChannelRate, Efficiency, Knee and
+	// Beyond: Measured[k] is the records/s of k+1 channels as measured on a
+	// machine ([Calibration]); beyond the last measured count the capacity
+	// stays flat.
+	Measured []float64
 	// Cores, when positive, is the number of cores the region's channels
 	// and the SerialStages share; channel threads beyond Cores −
 	// SerialStages run a fraction of the time each (CPU starvation).
@@ -148,6 +153,12 @@ func (m Model) period() int64 {
 // curve is the capacity of n channels each running all the time.
 func (m Model) curve(n int) float64 {
 	n = max(n, 0)
+	if k := len(m.Measured); k > 0 {
+		if n == 0 {
+			return 0
+		}
+		return m.Measured[min(n, k)-1]
+	}
 	extra := 0.0
 	if m.Knee > 0 && n > m.Knee {
 		extra = m.Beyond * m.ChannelRate * float64(n-m.Knee)
