@@ -41,8 +41,9 @@ import (
 //     than that again (the ceiling) until a count delivers more than the
 //     ceiling was measured at.
 //   - Downstream bound: when the window is congested but the channels are on
-//     average less than (1 − CongestionThreshold) busy, they wait on their
-//     output, not work: the bottleneck is downstream. The target is then the
+//     average less than (1 − CongestionThreshold) busy, and not
+//     descheduled (a loaded machine, below), they wait on their output,
+//     not work: the bottleneck is downstream. The target is then the
 //     region's own throughput, sized at (1 − CongestionThreshold) busy; such
 //     a decrease acts at once. DS2 proper would scale the downstream
 //     operator; outside the region it cannot.
@@ -58,10 +59,11 @@ import (
 //     faster).
 //   - A loaded machine (loaded.go): a congested window with the channels
 //     descheduled for more than a fifth of their busy time
-//     ([Period.Descheduled]) is not judged: no change, no downstream
-//     bound, and the check after a change up waits for another window.
-//     Descheduling that lasts 2 × WindowPeriods periods at one count is
-//     judged as usual.
+//     ([Period.Descheduled]) is not judged: no change, and the check
+//     after a change up waits for another window. Descheduling that lasts
+//     2 × WindowPeriods periods at one count is judged as usual, except
+//     that idle channels descheduled that much are never read as a
+//     downstream bound.
 //   - No change within Config.CoolDownPeriods periods of the last one.
 type DS2 struct {
 	cfg      Config
@@ -178,7 +180,7 @@ func (d *DS2) Step(p Period) Decision {
 	D := st.of(d.desched.xs, &d.scratch)
 	cong := C > thr
 	starved := loaded(D, d.starvedRun, d.cfg.WindowPeriods)
-	downstream := cong && U < busyCap && !starved
+	downstream := cong && U < busyCap && D <= starvedShare
 	if cong && !downstream {
 		d.points[n] = max(d.points[n], T)
 	}

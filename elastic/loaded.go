@@ -20,7 +20,11 @@ package elastic
 // lasts 2 × WindowPeriods periods in a row at one count is judged as
 // usual: it is what the count gets on this machine (more channel threads
 // than cores, or a machine loaded for good), and the checks are what
-// take the region back from such a count.
+// take the region back from such a count. Only DS2's downstream bound
+// stays off for every descheduled window: channels that are off a CPU
+// are not waiting on their output, and on a machine loaded by other
+// processes more channel threads may well get more of the CPU (the
+// check after the change up then says whether they did).
 
 // starvedShare is the share of their busy time the channels may spend
 // descheduled before a window counts as taken on a loaded machine: 20 %.
