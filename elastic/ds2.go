@@ -38,8 +38,11 @@ import (
 //     did not pay (flat capacity, CPU starvation). The policy backs off to
 //     the knee: the fewest channels that, scaling linearly from a measured
 //     count below, reach the throughput measured; and never asks for more
-//     than that again (the ceiling) until a count delivers more than the
-//     ceiling was measured at.
+//     than that again (the ceiling) until a count delivers more than both
+//     the throughput measured after the change and the one measured before
+//     it (by the threshold's margin): until the evidence changes. On a
+//     loaded machine the throughput swings 2× from period to period, and
+//     a lower count beating only the failed window is no news.
 //   - Downstream bound: when the window is congested but the channels are on
 //     average less than (1 − CongestionThreshold) busy, and not
 //     descheduled (a loaded machine, below), they wait on their output,
@@ -85,6 +88,7 @@ type DS2 struct {
 	marginal float64         // records/s one added channel brought on the last change up; 0 unknown
 	ceiling  int             // most channels that paid; 0 none
 	ceilT    float64         // throughput the ceiling was measured at
+	ceilFrom float64         // throughput before the change up that did not pay
 }
 
 // check is a change up awaiting its check: from n channels at throughput t
@@ -184,8 +188,8 @@ func (d *DS2) Step(p Period) Decision {
 	if cong && !downstream {
 		d.points[n] = max(d.points[n], T)
 	}
-	if d.ceiling > 0 && T > d.ceilT*(1+thr) {
-		d.ceiling, d.ceilT = 0, 0 // a count delivered more than the ceiling was measured at
+	if d.ceiling > 0 && T > max(d.ceilT, d.ceilFrom)*(1+thr) {
+		d.ceiling, d.ceilT, d.ceilFrom = 0, 0, 0 // a count delivered more than measured around the failed change
 	}
 
 	// The check after a change up; a congested window with the channels
@@ -198,7 +202,7 @@ func (d *DS2) Step(p Period) Decision {
 			d.marginal = 0
 		case gain < want:
 			k := d.knee(n, T)
-			d.ceiling, d.ceilT, d.marginal = k, T, 0
+			d.ceiling, d.ceilT, d.ceilFrom, d.marginal = k, T, d.pend.t, 0
 			why := fmt.Sprintf("check: %d -> %d channels gave %s -> %s, less than %s more: the added channels do not pay",
 				d.pend.from, n, fmtRate(d.pend.t), fmtRate(T), fmtRate(want))
 			if k < n {
