@@ -39,10 +39,11 @@ import (
 //     the knee: the fewest channels that, scaling linearly from a measured
 //     count below, reach the throughput measured; and never asks for more
 //     than that again (the ceiling) until a count delivers more than both
-//     the throughput measured after the change and the one measured before
-//     it (by the threshold's margin): until the evidence changes. On a
-//     loaded machine the throughput swings 2× from period to period, and
-//     a lower count beating only the failed window is no news.
+//     the throughput measured after the change and the most any count up
+//     to the ceiling was measured at before it (by the threshold's
+//     margin): until the evidence changes. On a loaded machine the
+//     throughput swings 2× from period to period, and a lower count
+//     beating only the failed window is no news.
 //   - Downstream bound: when the window is congested but the channels are on
 //     average less than (1 − CongestionThreshold) busy, and not
 //     descheduled (a loaded machine, below), they wait on their output,
@@ -88,7 +89,7 @@ type DS2 struct {
 	marginal float64         // records/s one added channel brought on the last change up; 0 unknown
 	ceiling  int             // most channels that paid; 0 none
 	ceilT    float64         // throughput the ceiling was measured at
-	ceilFrom float64         // throughput before the change up that did not pay
+	ceilFrom float64         // most measured up to the ceiling before the change up that did not pay
 }
 
 // check is a change up awaiting its check: from n channels at throughput t
@@ -203,6 +204,11 @@ func (d *DS2) Step(p Period) Decision {
 		case gain < want:
 			k := d.knee(n, T)
 			d.ceiling, d.ceilT, d.ceilFrom, d.marginal = k, T, d.pend.t, 0
+			for m, tm := range d.points {
+				if m <= k {
+					d.ceilFrom = max(d.ceilFrom, tm)
+				}
+			}
 			why := fmt.Sprintf("check: %d -> %d channels gave %s -> %s, less than %s more: the added channels do not pay",
 				d.pend.from, n, fmtRate(d.pend.t), fmtRate(T), fmtRate(want))
 			if k < n {
