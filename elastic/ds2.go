@@ -142,6 +142,9 @@ func (d *DS2) Step(p Period) Decision {
 			d.pend.ok = false
 		}
 	}
+	if d.pend.ok && d.pend.to != n {
+		d.pend.ok = false // the change up was not carried out (dry run, refused): nothing to check
+	}
 	if n < d.lo || n > d.hi {
 		return change(min(max(n, d.lo), d.hi), fmt.Sprintf("%d channels is outside [%d, %d]", n, d.lo, d.hi))
 	}
