@@ -138,9 +138,6 @@ func (d *DS2) Step(p Period) Decision {
 		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.desched, &d.asks} {
 			s.reset()
 		}
-		if d.pend.ok && d.pend.to != n {
-			d.pend.ok = false
-		}
 	}
 	if d.pend.ok && d.pend.to != n {
 		d.pend.ok = false // the change up was not carried out (dry run, refused): nothing to check
