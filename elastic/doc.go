@@ -3,8 +3,13 @@
 // per-period metrics the runtime measures ([Period], [Window]), the level
 // controller of Gedik, Schneider, Hirzel and Wu ([Levels]), the DS2 policy of
 // Kalavri et al. ([DS2]), a policy that never changes anything ([Off]) and a
-// wrapper that only reports what a policy would do ([DryRun]). The sub-package
-// sim drives any [Policy] against a modelled parallel region; its scenario
+// wrapper that only reports what a policy would do ([DryRun]), and the
+// timeline the runtime writes for `--elastic-log` ([TimelineHeader],
+// [TimelineRaw], [ReadTimeline]), which holds every period as the
+// policy saw it so that recorded runs replay (replay_test.go). Both
+// policies leave windows taken on a loaded machine unjudged (loaded.go).
+// The sub-package sim drives any [Policy] against a modelled parallel
+// region, calibrated from measured runs (sim.Calibration); its scenario
 // scripts (sim/testdata/scenarios) hold the policies' goals.
 //
 // References:

@@ -38,11 +38,16 @@ import (
 //     did not pay (flat capacity, CPU starvation). The policy backs off to
 //     the knee: the fewest channels that, scaling linearly from a measured
 //     count below, reach the throughput measured; and never asks for more
-//     than that again (the ceiling) until a count delivers more than the
-//     ceiling was measured at.
+//     than that again (the ceiling) until a count delivers more than both
+//     the throughput measured after the change and the most any count up
+//     to the ceiling was measured at before it (by the threshold's
+//     margin): until the evidence changes. On a loaded machine the
+//     throughput swings 2× from period to period, and a lower count
+//     beating only the failed window is no news.
 //   - Downstream bound: when the window is congested but the channels are on
-//     average less than (1 − CongestionThreshold) busy, they wait on their
-//     output, not work: the bottleneck is downstream. The target is then the
+//     average less than (1 − CongestionThreshold) busy, and not
+//     descheduled (a loaded machine, below), they wait on their output,
+//     not work: the bottleneck is downstream. The target is then the
 //     region's own throughput, sized at (1 − CongestionThreshold) busy; such
 //     a decrease acts at once. DS2 proper would scale the downstream
 //     operator; outside the region it cannot.
@@ -56,6 +61,13 @@ import (
 //     true rate, or the measured capacities of the counts around it when
 //     they give more (sub-linear scaling makes fewer channels relatively
 //     faster).
+//   - A loaded machine (loaded.go): a congested window with the channels
+//     descheduled for more than a fifth of their busy time
+//     ([Period.Descheduled]) is not judged: no change, and the check
+//     after a change up waits for another window. Descheduling that lasts
+//     2 × WindowPeriods periods at one count is judged as usual, except
+//     that idle channels descheduled that much are never read as a
+//     downstream bound.
 //   - No change within Config.CoolDownPeriods periods of the last one.
 type DS2 struct {
 	cfg      Config
@@ -66,16 +78,18 @@ type DS2 struct {
 	stay     int // periods at the current count, warm-up included
 	changed  bool
 
-	cong, tput, load, rate, util series // the window at the current count
-	calm                         int    // consecutive uncongested periods
-	asks                         series // counts asked for in the last ScaleDownPeriods periods
-	scratch                      []float64
+	cong, tput, load, rate, util, desched series // the window at the current count
+	calm                                  int    // consecutive uncongested periods
+	starvedRun                            int    // consecutive periods with the channels descheduled
+	asks                                  series // counts asked for in the last ScaleDownPeriods periods
+	scratch                               []float64
 
 	points   map[int]float64 // throughput of a congested window per count
 	pend     check           // the change up to check
 	marginal float64         // records/s one added channel brought on the last change up; 0 unknown
 	ceiling  int             // most channels that paid; 0 none
 	ceilT    float64         // throughput the ceiling was measured at
+	ceilFrom float64         // most measured up to the ceiling before the change up that did not pay
 }
 
 // check is a change up awaiting its check: from n channels at throughput t
@@ -92,7 +106,7 @@ func newDS2(cfg Config) *DS2 {
 	lo, hi := cfg.MinChannels, cfg.Limit()
 	w := cfg.WindowPeriods
 	return &DS2{cfg: cfg, lo: lo, hi: hi, channels: min(max(cfg.initial(), lo), hi),
-		cong: newSeries(w), tput: newSeries(w), load: newSeries(w), rate: newSeries(w), util: newSeries(w),
+		cong: newSeries(w), tput: newSeries(w), load: newSeries(w), rate: newSeries(w), util: newSeries(w), desched: newSeries(w),
 		asks: newSeries(cfg.ScaleDownPeriods), points: map[int]float64{}}
 }
 
@@ -120,13 +134,13 @@ func (d *DS2) Step(p Period) Decision {
 	if n != d.lastN {
 		d.changed = d.lastN != 0
 		d.warm = d.cfg.WarmUpPeriods
-		d.lastN, d.stay, d.calm = n, 0, 0
-		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.asks} {
+		d.lastN, d.stay, d.calm, d.starvedRun = n, 0, 0, 0
+		for _, s := range []*series{&d.cong, &d.tput, &d.load, &d.rate, &d.util, &d.desched, &d.asks} {
 			s.reset()
 		}
-		if d.pend.ok && d.pend.to != n {
-			d.pend.ok = false
-		}
+	}
+	if d.pend.ok && d.pend.to != n {
+		d.pend.ok = false // the change up was not carried out (dry run, refused): nothing to check
 	}
 	if n < d.lo || n > d.hi {
 		return change(min(max(n, d.lo), d.hi), fmt.Sprintf("%d channels is outside [%d, %d]", n, d.lo, d.hi))
@@ -145,6 +159,8 @@ func (d *DS2) Step(p Period) Decision {
 	d.load.push(p.OfferedLoad())
 	d.rate.push(p.TrueRate())
 	d.util.push(p.Utilization())
+	d.desched.push(p.Descheduled())
+	d.starvedRun = starvedRun(d.starvedRun, p)
 	drain := 0.0
 	if p.Backlog > 0 {
 		drain = float64(p.Backlog) / (float64(d.cfg.DrainPeriods) * p.seconds())
@@ -166,17 +182,20 @@ func (d *DS2) Step(p Period) Decision {
 	st := d.cfg.Statistic
 	C, T := st.of(d.cong.xs, &d.scratch), st.of(d.tput.xs, &d.scratch)
 	L, r, U := st.of(d.load.xs, &d.scratch), st.of(d.rate.xs, &d.scratch), st.of(d.util.xs, &d.scratch)
+	D := st.of(d.desched.xs, &d.scratch)
 	cong := C > thr
-	downstream := cong && U < busyCap
+	starved := loaded(D, d.starvedRun, d.cfg.WindowPeriods)
+	downstream := cong && U < busyCap && D <= starvedShare
 	if cong && !downstream {
 		d.points[n] = max(d.points[n], T)
 	}
-	if d.ceiling > 0 && T > d.ceilT*(1+thr) {
-		d.ceiling, d.ceilT = 0, 0 // a count delivered more than the ceiling was measured at
+	if d.ceiling > 0 && T > max(d.ceilT, d.ceilFrom)*(1+thr) {
+		d.ceiling, d.ceilT, d.ceilFrom = 0, 0, 0 // a count delivered more than measured around the failed change
 	}
 
-	// The check after a change up.
-	if d.pend.ok {
+	// The check after a change up; a congested window with the channels
+	// descheduled says nothing about what they bring: wait for another.
+	if d.pend.ok && !(cong && starved) {
 		d.pend.ok = false
 		gain, want := T-d.pend.t, d.cfg.MinGain*d.pend.r*float64(n-d.pend.from)
 		switch {
@@ -184,7 +203,12 @@ func (d *DS2) Step(p Period) Decision {
 			d.marginal = 0
 		case gain < want:
 			k := d.knee(n, T)
-			d.ceiling, d.ceilT, d.marginal = k, T, 0
+			d.ceiling, d.ceilT, d.ceilFrom, d.marginal = k, T, d.pend.t, 0
+			for m, tm := range d.points {
+				if m <= k {
+					d.ceilFrom = max(d.ceilFrom, tm)
+				}
+			}
 			why := fmt.Sprintf("check: %d -> %d channels gave %s -> %s, less than %s more: the added channels do not pay",
 				d.pend.from, n, fmtRate(d.pend.t), fmtRate(T), fmtRate(want))
 			if k < n {
@@ -197,6 +221,11 @@ func (d *DS2) Step(p Period) Decision {
 	if d.changed && d.stay < d.cfg.CoolDownPeriods {
 		return hold(RuleHold, fmt.Sprintf("cool-down %d/%d after a change (congestion %.2f, throughput %s)",
 			d.stay, d.cfg.CoolDownPeriods, C, fmtRate(T)))
+	}
+
+	if cong && starved {
+		return hold(RuleHold, fmt.Sprintf("congested (%.2f) with the channels descheduled %.0f %% of their busy time: the machine is loaded, %d channels are not judged",
+			C, 100*D, n))
 	}
 
 	target := L + drain

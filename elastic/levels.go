@@ -64,6 +64,11 @@ type LevelState struct {
 //     at least Config.MinGain × (N(hi) − N(lo)) × the throughput per channel
 //     measured at lo: judged against the measured scaling, so a sub-linear
 //     region keeps climbing while each channel still brings something.
+//   - A loaded machine (loaded.go): a congested window with the channels
+//     descheduled for more than a fifth of their busy time
+//     ([Period.Descheduled]) is not judged (no P1, P3, P5) and not
+//     remembered, unless the descheduling lasted 2 × WindowPeriods periods
+//     at the level.
 //   - No change within Config.CoolDownPeriods periods of the last one.
 //
 // Deviations from [TPDS14], each deliberate (the simulator scenarios in
@@ -81,6 +86,9 @@ type LevelState struct {
 //     level's capacity neither probes the level below again and again nor
 //     cycles; and it goes down several levels at once when the capacities
 //     say so.
+//   - Windows taken while the machine is loaded by other work are left
+//     unjudged: with the channels preempted, a level's throughput says
+//     nothing about its capacity.
 //   - The controller trusts the measured channel count (len(Period.Channels))
 //     over its own last decision, and a count that is off the level map or
 //     outside the limits is moved onto the map (rule P6) without being
@@ -100,6 +108,8 @@ type Levels struct {
 
 	cong, tput series // the window at the current level
 	drain      series // backlog drain rate, records/s, in the window
+	desched    series // Period.Descheduled in the window
+	starvedRun int    // consecutive periods with the channels descheduled
 	calm       int    // consecutive uncongested periods at the current level
 	recent     series // throughput of the last ScaleDownPeriods periods
 	scratch    []float64
@@ -116,6 +126,7 @@ func newLevels(cfg Config) *Levels {
 		cong:    newSeries(cfg.WindowPeriods),
 		tput:    newSeries(cfg.WindowPeriods),
 		drain:   newSeries(cfg.WindowPeriods),
+		desched: newSeries(cfg.WindowPeriods),
 		recent:  newSeries(cfg.ScaleDownPeriods),
 	}
 	l.level = min(max(lm.Level(cfg.initial()), l.lo), l.hi)
@@ -170,6 +181,8 @@ func (l *Levels) Step(p Period) Decision {
 		l.cong.reset()
 		l.tput.reset()
 		l.drain.reset()
+		l.desched.reset()
+		l.starvedRun = 0
 		l.recent.reset()
 		l.prevObs = obs
 	}
@@ -196,6 +209,8 @@ func (l *Levels) Step(p Period) Decision {
 		l.recent.push(t)
 	}
 	l.drain.push(p.drainRate())
+	l.desched.push(p.Descheduled())
+	l.starvedRun = starvedRun(l.starvedRun, p)
 	w := l.cfg.WindowPeriods
 	if l.cong.len() < w && !majority(l.cong.xs, thr, w) {
 		return hold(RuleHold, fmt.Sprintf("window %d/%d at level %d", l.cong.len(), w, obs))
@@ -210,6 +225,10 @@ func (l *Levels) Step(p Period) Decision {
 			cong = false
 			C = min(C, thr)
 		}
+	}
+	if D := l.cfg.Statistic.of(l.desched.xs, &l.scratch); cong && loaded(D, l.starvedRun, w) {
+		return hold(RuleHold, fmt.Sprintf("congested (%.2f) with the channels descheduled %.0f %% of their busy time: the machine is loaded, level %d is not judged",
+			C, 100*D, obs))
 	}
 	m := &l.mem[obs]
 

@@ -219,6 +219,29 @@ func (p Period) TrueRate() float64 {
 	return float64(recs) / (float64(busy) / 1e9)
 }
 
+// Descheduled is the fraction of the channels' busy time (inside
+// operators) they spent off a CPU, in [0, 1]: 1 − CPUNs / BusyNs pooled
+// over the channels. A loaded machine (other processes, more runnable
+// threads than cores) shows here: the channels were preempted while
+// working, so their throughput understates what the channel count does on
+// a quiet machine, and time not busy is not time spent waiting on the
+// output. It is 0 when a channel reports no thread CPU (not measured) or
+// the channels were never busy.
+func (p Period) Descheduled() float64 {
+	var busy, cpu int64
+	for _, c := range p.Channels {
+		if c.CPUNs <= 0 {
+			return 0
+		}
+		busy += c.BusyNs
+		cpu += c.CPUNs
+	}
+	if busy <= 0 {
+		return 0
+	}
+	return clamp01(1 - float64(cpu)/float64(busy))
+}
+
 func clamp01(x float64) float64 {
 	switch {
 	case math.IsNaN(x), x < 0:

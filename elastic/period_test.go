@@ -98,3 +98,20 @@ func TestOfferedLoadBacklog(t *testing.T) {
 		t.Errorf("OfferedLoad without backlog = %v, want 1000", got)
 	}
 }
+
+// Descheduled is the share of the busy time off a CPU, pooled over the
+// channels; 0 when a channel does not report thread CPU.
+func TestDescheduled(t *testing.T) {
+	p := Period{LengthNs: 1e9, Channels: []ChannelStats{{BusyNs: 8e8, CPUNs: 4e8}, {BusyNs: 2e8, CPUNs: 2e8}}}
+	if got := p.Descheduled(); math.Abs(got-0.4) > 1e-12 { // 1 − 0.6 s / 1 s
+		t.Errorf("Descheduled = %v, want 0.4", got)
+	}
+	p.Channels[1].CPUNs = 0
+	if got := p.Descheduled(); got != 0 {
+		t.Errorf("Descheduled without CPU on every channel = %v, want 0", got)
+	}
+	idle := Period{LengthNs: 1e9, Channels: []ChannelStats{{}}}
+	if got := idle.Descheduled(); got != 0 {
+		t.Errorf("Descheduled of an idle channel = %v, want 0", got)
+	}
+}

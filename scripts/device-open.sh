@@ -9,6 +9,10 @@
 #            workers and channels trading cores (scripts/jobs/scaling-elastic.yaml);
 #   issue 4: the elastic demonstration, level controller and DS2
 #            (scripts/device-elastic.sh without sqlite3);
+#   issue 13: the controllers on the real runtime, the case that must
+#            scale and the calibration of the simulator at 1, 2, 4 and 8
+#            channels (scripts/elastic-real.sh, short; OUT/elastic-real/
+#            calibration.txt is the file elastic/sim reads);
 #   issue 5: checkpoint cost (scripts/bench-checkpoint.sh, 3 pairs);
 #   issue 6: latency at half the maximum rate (scripts/latency-half.sh),
 #            Nexmark q0 q1 q2 q5 (closed loop), Benthos side by side on the
@@ -42,6 +46,9 @@ STREAMD_OUT=$bin timeout 60 "$STREAMD_BIN" run "$root/scripts/jobs/scaling-elast
   grep -E '^(job |rescales|  source |  channel |serial)'
 echo "== issue 4: elastic"
 timeout 260 "$root/scripts/device-elastic.sh" "$bin"
+echo "== issue 13: elastic controllers, the case that must scale, calibration"
+OUT=${OUT:-$bin}/elastic-real CALIB_CHANNELS="1 2 4 8" CYCLES=1 SCALE_SECONDS=20 \
+  timeout 150 "$root/scripts/elastic-real.sh"
 echo "== issue 5: checkpoint cost"
 timeout 120 "$root/scripts/bench-checkpoint.sh" "${CKPT_RECORDS:-20000000}" 1s 3
 echo "== issue 6: latency at half the maximum rate"

@@ -4,9 +4,11 @@
 # Issue "Elastic controller quality" and docs/PERFORMANCE.md, "Elastic
 # controllers on the real runtime". Three parts, each policy in turn:
 #
-#  1. calibrate: the job below with the controller off, no rate limit, at 1
-#     and at 2 channels: records/s of each (the simulator's ChannelRate and
-#     the gain of a second channel on this machine).
+#  1. calibrate: the job below with the controller off, no rate limit, at
+#     each count of CALIB_CHANNELS (default "1 2"): records/s of each,
+#     written to OUT/calibration.txt for the simulator (elastic/sim,
+#     Calibration; docs/PERFORMANCE.md, "Calibrating the simulator"), with
+#     the p99 channel pause of part 3's changes appended at the end.
 #  2. sine: offered load MEAN ±30 % (SINE_MEAN, default 450k records/s) in
 #     20 s cycles (1 s steps of the generator's rate_steps), CYCLES cycles,
 #     1–4 channels: changes per cycle after the first.
@@ -20,7 +22,11 @@
 # cores), WORK (default 10) for the calibration and the case that must
 # scale, so that the channel, not the source, is the bottleneck.
 # Writes timelines (--elastic-log) and a summary to OUT (default a temp
-# dir). STREAMD_BIN: a prebuilt streamd (default: go build).
+# dir). STREAMD_BIN: a prebuilt streamd (default: go build). BASELINE_BIN:
+# a second binary (e.g. the commit before a change): parts 2 and 3 then
+# run baseline and STREAMD_BIN alternately, REPEAT times each (default 2:
+# A B A B), files tagged -base and -new. The load average is printed
+# before each run: on a shared machine read the figures with it.
 #
 #   nice scripts/elastic-real.sh                 # 2 cores: ~6 minutes
 #   CYCLES=6 SINE_MEAN=450000 scripts/elastic-real.sh
@@ -90,14 +96,29 @@ job() {
 # rate LOG: the "records/s" of a finished run's summary line.
 rate() { grep -o 'records in ([0-9]*' "$1" | grep -o '[0-9]*$'; }
 
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+calib=$out/calibration.txt
 echo "== 1. calibrate (controller off, no rate limit, ${CALIB_COUNT:-2000000} records)"
-for ch in 1 2; do
+{
+  echo "# scripts/elastic-real.sh calibration, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null), WORK=$work, ${CALIB_COUNT:-2000000} records"
+} >"$calib"
+for ch in ${CALIB_CHANNELS:-1 2}; do
   job calib$ch ${CALIB_COUNT:-2000000} off $ch $ch
+  echo "# load average before $ch channels: $(load)" | tee -a "$calib" | sed 's/^# /  /'
   "$bin" run "$out/calib$ch.yaml" >"$out/calib$ch.log" 2>&1
   eval "r$ch=$(rate "$out/calib$ch.log")"
+  eval "echo rate $ch \$r$ch" >>"$calib"
   grep -E 'records in|^ +[0-9]+ +records' "$out/calib$ch.log"
 done
 echo "one channel $r1 records/s, two $r2 ($(awk -v a="$r1" -v b="$r2" 'BEGIN{printf "%.2f", b/a}')x)"
+
+# The binaries of parts 2 and 3, alternating: "tag path" pairs.
+runs=() reps=${REPEAT:-1}
+[ -n "${BASELINE_BIN:-}" ] && reps=${REPEAT:-2}
+for i in $(seq "$reps"); do
+  if [ -n "${BASELINE_BIN:-}" ]; then runs+=("base $BASELINE_BIN" "new $bin"); else runs+=("new $bin"); fi
+done
 
 # changes TIMELINE CYCLE: changes per cycle (applied decisions by cycle).
 changes() {
@@ -111,21 +132,42 @@ for t in $(seq 0 $((20 * cycles - 1))); do
   r=$(awk -v m="$mean" -v t="$t" 'BEGIN{printf "%d", m*(1+0.3*sin(2*3.14159265358979*(t+0.5)/20))}')
   steps+=("$t:$r") count=$((count + r))
 done
-for p in $policies; do
-  work=$sinework job sine-$p $count $p 1 4 "${steps[@]}"
-  "$bin" run "$out/sine-$p.yaml" --elastic-log "$out/sine-$p.csv" >"$out/sine-$p.log" 2>&1
-  echo "$p: $(grep -o 'done in [0-9.ms]*' "$out/sine-$p.log") (intended $((20 * cycles)) s); changes per cycle: $(changes "$out/sine-$p.csv" 20)"
-  grep -E 'live changes|pause' "$out/sine-$p.log" | head -3
+k=0
+for r in "${runs[@]}"; do
+  tag=${r%% *} b=${r#* } k=$((k + 1))
+  for p in $policies; do
+    n=sine-$p-$tag-$k
+    work=$sinework job "$n" $count $p 1 4 "${steps[@]}"
+    echo "$p $tag (load $(load)): "
+    "$b" run "$out/$n.yaml" --elastic-log "$out/$n.csv" >"$out/$n.log" 2>&1
+    echo "  $(grep -o 'done in [0-9.ms]*' "$out/$n.log") (intended $((20 * cycles)) s); changes per cycle: $(changes "$out/$n.csv" 20)"
+    grep -E '^rescales' "$out/$n.log" | sed 's/^/  /'
+  done
 done
 
 offered=$(awk -v r="$r1" -v f="$factor" 'BEGIN{printf "%d", r*f}')
 echo "== 3. must scale: $offered records/s ($factor × one channel) for $secs s, 1–4 channels"
-for p in $policies; do
-  job scale-$p $((offered * secs)) $p 1 4 "0:$offered"
-  "$bin" run "$out/scale-$p.yaml" --elastic-log "$out/scale-$p.csv" >"$out/scale-$p.log" 2>&1
-  echo "$p: $(grep -o 'done in [0-9.ms]*' "$out/scale-$p.log") (intended $secs s); changes: $(changes "$out/scale-$p.csv" 1000)"
-  awk -F, -v from="$((secs / 2))" -v off="$offered" 'NR>1 && $1>=from && $1<'"$secs"' {
-      n++; tp+=$4; if ($10>b) b=$10; ch=$2 }
-    END { if (n) printf "  second half: throughput %.0f records/s = %.1f %% of offered; backlog max %d records (%.2f s of load); channels %d\n", tp/n, 100*tp/n/off, b, b/off, ch }' "$out/scale-$p.csv"
+k=0
+for r in "${runs[@]}"; do
+  tag=${r%% *} b=${r#* } k=$((k + 1))
+  for p in $policies; do
+    n=scale-$p-$tag-$k
+    job "$n" $((offered * secs)) $p 1 4 "0:$offered"
+    echo "$p $tag (load $(load)):"
+    "$b" run "$out/$n.yaml" --elastic-log "$out/$n.csv" >"$out/$n.log" 2>&1
+    echo "  $(grep -o 'done in [0-9.ms]*' "$out/$n.log") (intended $secs s); changes: $(changes "$out/$n.csv" 1000)"
+    grep -E '^rescales' "$out/$n.log" | sed 's/^/  /'
+    awk -F, -v from="$((secs / 2))" -v off="$offered" 'NR>1 && $7 !~ /^ctl:/ && $1>=from && $1<'"$secs"' {
+        n++; tp+=$4; if ($10>b) b=$10; ch=$2 }
+      END { if (n) printf "  second half: throughput %.0f records/s = %.1f %% of offered; backlog max %d records (%.2f s of load); channels %d\n", tp/n, 100*tp/n/off, b, b/off, ch }' "$out/$n.csv"
+  done
 done
+# The calibration's pause: the largest p99 channel pause of the new
+# binary's must-scale runs (Go durations: µs, ms, s).
+pause=$(grep -ho 'channel pause p50 [^,]*, p99 [^,]*' "$out"/scale-*-new-*.log 2>/dev/null | sed 's/.*p99 //' |
+  awk '{ v=$1; u=v; sub(/[0-9.]+/, "", u); sub(/[^0-9.].*/, "", v);
+         ns = (u=="s") ? v*1e9 : (u=="ms") ? v*1e6 : (u=="µs" || u=="us") ? v*1e3 : v;
+         if (ns > m) m = ns } END { if (m) printf "%.0fus", m/1e3 }')
+if [ -n "$pause" ]; then echo "pause $pause" >>"$calib"; fi
+echo "== calibration ($calib):"; cat "$calib"
 echo "== files in $out"

@@ -174,7 +174,7 @@ func TestTimelineExternalScale(t *testing.T) {
 		t.Fatalf("timeline: want the header and one row, got:\n%s", timeline.String())
 	}
 	f := strings.Split(rows[1], ",")
-	if len(f) != len(timelineHeader) || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" || f[len(f)-1] != "api" {
+	if len(f) != len(timelineHeader) || f[1] != "1" || f[5] != "-1" || f[6] != "ctl:scale" || f[7] != "true" || f[8] != "2" || f[15] != "api" {
 		t.Fatalf("timeline row %q: want channels 1, level -1, rule ctl:scale, applied true, target 2, reason api", rows[1])
 	}
 }

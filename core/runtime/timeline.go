@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+
+	"streamd/elastic"
 )
 
 // timeline writes the region's reconfiguration timeline (Region.Timeline,
@@ -24,9 +27,13 @@ type timeline struct {
 	seen Metrics
 }
 
-// timelineHeader names the columns (docs/JOB.md documents them).
-var timelineHeader = []string{"t_s", "channels", "congestion", "throughput", "arrival_rate", "level", "rule", "applied", "target", "backlog",
-	"skew", "planned_skew", "groups", "bytes", "steps", "reason"}
+// timelineHeader names the columns (elastic.TimelineHeader; docs/JOB.md
+// documents them). noRaw fills the last eight, a period as the policy saw
+// it, on rows that are not a controller period.
+var (
+	timelineHeader = strings.Split(elastic.TimelineHeader, ",")
+	noRaw          = make([]string, 8)
+)
 
 // newTimeline writes the header to w; nil for no w.
 func newTimeline(w io.Writer) *timeline {
@@ -69,9 +76,9 @@ func (t *timeline) period(now time.Time, m *Metrics, d Decision, applied bool) {
 	}
 	t.seen.Region, t.seen.Skew = m.Region, m.Skew
 	g := &m.Region
-	t.row([]string{t.at(now), strconv.Itoa(len(g.Channels)), fmt.Sprintf("%.4f", g.Congestion()), fmt.Sprintf("%.0f", g.Throughput()),
+	t.row(append([]string{t.at(now), strconv.Itoa(len(g.Channels)), fmt.Sprintf("%.4f", g.Congestion()), fmt.Sprintf("%.0f", g.Throughput()),
 		fmt.Sprintf("%.0f", g.ArrivalRate()), strconv.Itoa(d.Level), d.Rule, strconv.FormatBool(applied), strconv.Itoa(d.Channels),
-		strconv.FormatUint(g.Backlog, 10), fmt.Sprintf("%.4f", m.Skew), "", "", "", "", d.Text})
+		strconv.FormatUint(g.Backlog, 10), fmt.Sprintf("%.4f", m.Skew), "", "", "", "", d.Text}, elastic.TimelineRaw(*g)...))
 }
 
 // scale writes the row of a change of the channel count from to to that
@@ -82,9 +89,9 @@ func (t *timeline) scale(now time.Time, from, to int, reason string) {
 		return
 	}
 	g := &t.seen.Region
-	t.row([]string{t.at(now), strconv.Itoa(from), fmt.Sprintf("%.4f", g.Congestion()), fmt.Sprintf("%.0f", g.Throughput()),
+	t.row(append([]string{t.at(now), strconv.Itoa(from), fmt.Sprintf("%.4f", g.Congestion()), fmt.Sprintf("%.0f", g.Throughput()),
 		fmt.Sprintf("%.0f", g.ArrivalRate()), "-1", "ctl:" + KindScale, "true", strconv.Itoa(to), strconv.FormatUint(g.Backlog, 10),
-		"", "", "", "", "", reason})
+		"", "", "", "", "", reason}, noRaw...))
 }
 
 // plan writes the row of a rebalance plan at channels: rule "rebalance",
@@ -95,9 +102,9 @@ func (t *timeline) plan(now time.Time, channels int, p RebalancePlan, reason str
 		return
 	}
 	ch := strconv.Itoa(channels)
-	t.row([]string{t.at(now), ch, "", "", "", "-1", "rebalance", strconv.FormatBool(p.Groups > 0), ch, "",
+	t.row(append([]string{t.at(now), ch, "", "", "", "-1", "rebalance", strconv.FormatBool(p.Groups > 0), ch, "",
 		fmt.Sprintf("%.4f", p.Before), fmt.Sprintf("%.4f", p.After), strconv.Itoa(p.Groups), strconv.FormatInt(p.Bytes, 10),
-		strconv.Itoa(p.Steps), reason})
+		strconv.Itoa(p.Steps), reason}, noRaw...))
 }
 
 // step writes the row of one rebalance step at channels: rule
@@ -111,5 +118,5 @@ func (t *timeline) step(now time.Time, channels, groups int, bytes int64, reason
 	if bytes >= 0 {
 		b = strconv.FormatInt(bytes, 10)
 	}
-	t.row([]string{t.at(now), ch, "", "", "", "-1", "rebalance-step", "true", ch, "", "", "", strconv.Itoa(groups), b, "", reason})
+	t.row(append([]string{t.at(now), ch, "", "", "", "-1", "rebalance-step", "true", ch, "", "", "", strconv.Itoa(groups), b, "", reason}, noRaw...))
 }

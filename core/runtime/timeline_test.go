@@ -24,7 +24,7 @@ func timelineRows(t *testing.T, name string, b *bytes.Buffer) map[string][]map[s
 	if err != nil {
 		t.Fatalf("%s: timeline: %v", name, err)
 	}
-	want := "t_s,channels,congestion,throughput,arrival_rate,level,rule,applied,target,backlog,skew,planned_skew,groups,bytes,steps,reason"
+	want := elastic.TimelineHeader
 	if len(rows) == 0 || strings.Join(rows[0], ",") != want {
 		t.Fatalf("%s: timeline header %v, want %s", name, rows, want)
 	}
@@ -83,6 +83,7 @@ func TestElasticControllerOnControlAPI(t *testing.T) {
 		if rep.Reconfigurations[runtime.KindScale] < 1 || rep.Rescales < 1 || !strings.HasPrefix(plan.Decision, "level ") || plan.Controller != "levels" {
 			t.Fatalf("%s: %v reconfigurations, %d rescales, last decision %q, controller %q", name, rep.Reconfigurations, rep.Rescales, plan.Decision, plan.Controller)
 		}
+		replayTimeline(t, name, "levels", cfg, 5, tl.Bytes())
 		rows := timelineRows(t, name, &tl)
 		p6 := rows["P6"]
 		if len(p6) == 0 || p6[0]["channels"] != "5" || p6[0]["applied"] != "true" || p6[0]["target"] != "6" || p6[0]["level"] != "4" {
@@ -91,6 +92,36 @@ func TestElasticControllerOnControlAPI(t *testing.T) {
 		if len(rows["ctl:scale"]) != 0 {
 			t.Fatalf("%s: the controller's own scales written as ctl rows: %v", name, rows["ctl:scale"])
 		}
+	}
+}
+
+// replayTimeline reads a timeline back (elastic.ReadTimeline) and steps a
+// fresh policy (name, cfg, starting at initial channels) with each period
+// row's period: every decision must be the one recorded, so the raw
+// columns hold the periods exactly as the job's controller saw them.
+func replayTimeline(t *testing.T, name, policy string, cfg elastic.Config, initial int, tl []byte) {
+	t.Helper()
+	rows, err := elastic.ReadTimeline(bytes.NewReader(tl))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	cfg.InitialChannels = initial
+	p, err := elastic.New(policy, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	periods := 0
+	for _, r := range rows {
+		if !r.HasPeriod {
+			continue
+		}
+		periods++
+		if d := p.Step(r.Period); d.Rule != r.Rule || d.Channels != r.Target || d.Level != r.Level {
+			t.Fatalf("%s: line %d replayed: %s (level %d, %d channels), recorded %s (level %d, %d channels)", name, r.Line, d.Rule, d.Level, d.Channels, r.Rule, r.Level, r.Target)
+		}
+	}
+	if periods == 0 {
+		t.Fatalf("%s: no period rows", name)
 	}
 }
 

@@ -38,9 +38,12 @@ import (
 //	goal react max=N                         periods from a congestion onset (with capacity
 //	                                         to spare) to a change up
 //
-// Model keys (default: Calibrated(100k, 0.05, 1)): rate= noise= capnoise=
-// seed= knee= beyond= cores= serial= bottleneck= pause= skip= cpu=
-// backlog= lossy= efficiency=. Config keys (default: DefaultConfig with
+// Loads: a rate written 1.3x is 1.3 × one channel's rate.
+//
+// Model keys (default: Calibrated(100k, 0.05, 1)): calib=FILE (a
+// calibration, see Calibration; replaces rate=) rate= noise= capnoise=
+// steal= stealshare= seed= knee= beyond= cores= serial= bottleneck= pause= skip= cpu=
+// backlog= lossy= catchup= efficiency=. Config keys (default: DefaultConfig with
 // cores=16): limit= min= initial= threshold= alpha= down= warmup= drain=
 // window= stat= cooldown= gain= memory=.
 func TestScenarios(t *testing.T) {
@@ -170,18 +173,28 @@ func (s *scenarioState) run(line string) string {
 func (s *scenarioState) runCmd(name string, args map[string]string) string {
 	p := argParser{args: args}
 	m := Calibrated(p.rate("rate", 100e3), p.float("noise", 0.05), uint64(p.int("seed", 1)))
+	if path, ok := args["calib"]; ok {
+		c, err := readCalibration(path)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		m = c.Model(m.Noise, m.Seed)
+	}
 	m.CapNoise = p.float("capnoise", 0)
+	m.Steal = p.float("steal", 0)
+	m.StealShare = p.float("stealshare", 0)
 	m.Efficiency = p.float("efficiency", 0)
 	m.Knee = p.int("knee", 0)
 	m.Beyond = p.float("beyond", 0)
 	m.Cores = p.int("cores", 0)
-	m.SerialStages = p.int("serial", m.SerialStages)
+	m.SerialStages = p.float("serial", m.SerialStages)
 	m.Bottleneck = p.rate("bottleneck", 0)
 	m.PauseNs = int64(p.dur("pause", time.Duration(m.PauseNs)))
 	m.SkipChangePeriod = p.bool("skip", m.SkipChangePeriod)
 	m.ThreadCPU = p.bool("cpu", m.ThreadCPU)
 	m.ReportBacklog = p.bool("backlog", m.ReportBacklog)
 	m.Lossy = p.bool("lossy", false)
+	m.CatchUp = p.bool("catchup", false)
 	cfg := elastic.DefaultConfig()
 	cfg.Cores = p.int("limit", 16)
 	cfg.MinChannels = p.int("min", cfg.MinChannels)
@@ -192,7 +205,7 @@ func (s *scenarioState) runCmd(name string, args map[string]string) string {
 	cfg.WarmUpPeriods = p.int("warmup", cfg.WarmUpPeriods)
 	cfg.DrainPeriods = p.int("drain", cfg.DrainPeriods)
 	setConfigExtras(&cfg, &p)
-	load, err := parseLoad(args["load"])
+	load, err := parseLoad(args["load"], m.curve(1))
 	periods := p.int("periods", 0)
 	if err = errors.Join(err, p.err); err != nil {
 		return "error: " + err.Error()
@@ -320,8 +333,30 @@ func fmtRecs(x float64) string {
 	return fmt.Sprintf("%.0f", x)
 }
 
-// parseLoad parses const:R, steps:P=R,P=R,… and sine:MEAN/AMP/CYCLE.
-func parseLoad(s string) (Load, error) {
+// readCalibration reads a calibration file (path relative to the package).
+func readCalibration(path string) (Calibration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Calibration{}, err
+	}
+	defer f.Close()
+	c, err := ReadCalibration(f)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// parseLoad parses const:R, steps:P=R,P=R,… and sine:MEAN/AMP/CYCLE. A
+// rate written 1.3x is 1.3 × unit (one channel's rate).
+func parseLoad(s string, unit float64) (Load, error) {
+	parseRate := func(r string) (float64, error) {
+		if f, ok := strings.CutSuffix(r, "x"); ok {
+			x, err := strconv.ParseFloat(f, 64)
+			return x * unit, err
+		}
+		return parseRate(r)
+	}
 	kind, spec, _ := strings.Cut(s, ":")
 	switch kind {
 	case "const":

@@ -25,7 +25,9 @@
 //     BusyNs is wall time inside operators, preemption included (a starved
 //     channel is "busy" while descheduled); CPUNs, when ThreadCPU is set, is
 //     the thread CPU time of the work alone; Backlog, when ReportBacklog is
-//     set, is the backlog at the end of the period.
+//     set, is the backlog at the end of the period. With CatchUp the
+//     source pushes its backlog at once and the splitter is blocked until
+//     it is gone (the runtime's rate-limited generator).
 //   - A change of the channel count costs a pause: in the period in which a
 //     change takes effect the region processes nothing for PauseNs, the
 //     splitter counting it as blocked. With SkipChangePeriod the policy does
@@ -59,11 +61,18 @@ type Model struct {
 	// channel adds only Beyond × ChannelRate (0: nothing, flat capacity).
 	Knee   int
 	Beyond float64
+	// Measured, when not empty, replaces ChannelRate, Efficiency, Knee and
+	// Beyond: Measured[k] is the records/s of k+1 channels as measured on a
+	// machine ([Calibration]); beyond the last measured count the capacity
+	// stays flat.
+	Measured []float64
 	// Cores, when positive, is the number of cores the region's channels
 	// and the SerialStages share; channel threads beyond Cores −
 	// SerialStages run a fraction of the time each (CPU starvation).
+	// SerialStages is in cores: 2 for a source and a merger that each keep
+	// a core busy, 0.5 for two that take half a core between them.
 	Cores        int
-	SerialStages int
+	SerialStages float64
 	// Bottleneck caps the rate the region can emit (a slow operator or sink
 	// downstream of the merger); 0 means none.
 	Bottleneck float64
@@ -74,6 +83,19 @@ type Model struct {
 	// period (0.05: 5 %); CapNoise that of the capacity.
 	Noise    float64
 	CapNoise float64
+	// Steal, in [0, 1], is the probability that in a period work outside
+	// the job (a loaded machine: other engineers' builds) takes the share
+	// StealShare (default 1/3) of the cores for the whole period: with
+	// Cores set, the channels share the cores left less that share (and
+	// less the SerialStages); without, the region runs at 1 − StealShare of
+	// its capacity. The channels' thread CPU per record is unchanged; half
+	// of the extra time they are descheduled counts as busy (inside
+	// operators), half falls where they wait on rings. On the runtime, 2
+	// channels on the loaded 2-vCPU VM were busy 0.71 of a period with 0.44
+	// of thread CPU, at about two thirds of their quiet throughput
+	// (docs/PERFORMANCE.md).
+	Steal      float64
+	StealShare float64
 	// Seed seeds the noise source.
 	Seed uint64
 	// PeriodNs is the adaptation period in ns (0: 1 s).
@@ -93,6 +115,15 @@ type Model struct {
 	// ReportBacklog reports Period.Backlog (the runtime's source lag and
 	// ring occupancy); without it the backlog exists but is invisible.
 	ReportBacklog bool
+	// CatchUp makes a source with a backlog push it as fast as the
+	// splitter can (a rate-limited generator's lag on the runtime, whose
+	// due records are all ready at once): the splitter is blocked for as
+	// long as the backlog lasts, so the congestion index is at least the
+	// fraction of the period until the backlog is gone (1 while it grows).
+	// Without it the congestion index is the share of the demand (load
+	// plus backlog spread over the period) the region did not take. The
+	// records processed are the same either way.
+	CatchUp bool
 }
 
 // Calibrated returns the model of one channel of examples/elastic on the
@@ -122,6 +153,12 @@ func (m Model) period() int64 {
 // curve is the capacity of n channels each running all the time.
 func (m Model) curve(n int) float64 {
 	n = max(n, 0)
+	if k := len(m.Measured); k > 0 {
+		if n == 0 {
+			return 0
+		}
+		return m.Measured[min(n, k)-1]
+	}
 	extra := 0.0
 	if m.Knee > 0 && n > m.Knee {
 		extra = m.Beyond * m.ChannelRate * float64(n-m.Knee)
@@ -136,12 +173,31 @@ func (m Model) curve(n int) float64 {
 
 // share is the fraction of the time each of n channel threads runs: 1
 // unless the channels outnumber the cores the serial stages leave.
-func (m Model) share(n int) float64 {
-	if m.Cores <= 0 || n <= 0 {
+func (m Model) share(n int) float64 { return m.shareOf(n, 1) }
+
+// shareOf is share with only the fraction keep of the cores available
+// (the rest stolen by work outside the job). Without Cores set, keep
+// scales the share directly.
+func (m Model) shareOf(n int, keep float64) float64 {
+	if n <= 0 {
 		return 1
 	}
-	free := float64(max(m.Cores-m.SerialStages, 1))
-	return min(1, free/float64(n))
+	if m.Cores <= 0 {
+		return keep
+	}
+	free := float64(m.Cores)*keep - m.SerialStages
+	if keep == 1 {
+		free = max(free, 1)
+	}
+	return min(1, max(free, 0.05)/float64(n))
+}
+
+// stealShare is StealShare, or 1/3 when unset.
+func (m Model) stealShare() float64 {
+	if m.StealShare > 0 {
+		return min(m.StealShare, 0.95)
+	}
+	return 1.0 / 3
 }
 
 // Capacity is the rate n channels sustain, bottleneck not included.
@@ -191,14 +247,16 @@ func (m Model) OptimumLevel(load float64, lm elastic.LevelMap, lo, hi int) int {
 // Period builds the metrics the runtime would measure in one period with
 // offered load (records/s), no backlog, no pause and n channels.
 func (m Model) Period(load float64, n int) elastic.Period {
-	p, _ := m.step(load, 0, 0, 1, n)
+	p, _ := m.step(load, 0, 0, 1, 1, n)
 	return p
 }
 
 // step runs one period: offered load (records/s), backlog at its start
-// (records), the pause in it (ns), the capacity factor (noise) and n
-// channels. It returns the measured period and the backlog at its end.
-func (m Model) step(load, backlog float64, pauseNs int64, capFactor float64, n int) (elastic.Period, float64) {
+// (records), the pause in it (ns), the capacity factor (noise), the
+// fraction of the cores left to the job (keep, 1 when none is stolen) and
+// n channels. It returns the measured period and
+// the backlog at its end.
+func (m Model) step(load, backlog float64, pauseNs int64, capFactor, keep float64, n int) (elastic.Period, float64) {
 	ns := m.period()
 	secs := float64(ns) / 1e9
 	run := max(0, 1-float64(pauseNs)/float64(ns)) // fraction of the period the region runs
@@ -206,21 +264,27 @@ func (m Model) step(load, backlog float64, pauseNs int64, capFactor float64, n i
 	if m.SourceRate > 0 && backlog > 0 {
 		demand = min(demand, max(m.SourceRate, load))
 	}
-	capacity := m.Capacity(n) * capFactor
-	acc := min(demand, capacity)
+	capacity := m.curve(n) * m.shareOf(n, keep) * capFactor
 	if m.Bottleneck > 0 {
-		acc = min(acc, m.Bottleneck)
+		capacity = min(capacity, m.Bottleneck)
 	}
-	acc *= run
+	acc := min(demand, capacity) * run
 	cong := 0.0
 	if demand > 0 {
 		cong = clamp01(1 - acc/demand)
+	}
+	if m.CatchUp {
+		cong = max(cong, backlogTime(load, backlog, capacity*run, secs)/secs)
 	}
 	work := 0.0 // fraction of the period each channel spends working (CPU)
 	if c := m.curve(n) * capFactor; c > 0 {
 		work = acc / c
 	}
 	wall := min(1, work/m.share(n)) // inside operators, preemption included
+	if keep < 1 {
+		stolen := work/m.shareOf(n, keep) - work/m.share(n)
+		wall = min(1, wall+stolen/2) // half the stolen time inside operators
+	}
 	total := uint64(math.Round(acc * secs))
 	left := max(0, backlog+(load*secs)-float64(total))
 	if m.Lossy {
@@ -250,6 +314,21 @@ func (m Model) step(load, backlog float64, pauseNs int64, capFactor float64, n i
 }
 
 func clamp01(x float64) float64 { return min(1, max(0, x)) }
+
+// backlogTime is how long, in seconds, a backlog lasts in a period of secs
+// seconds that starts with backlog records, with load offered and capacity
+// taken (records/s): the whole period while the load is at least the
+// capacity (and there is something to queue), else until the backlog is
+// drained.
+func backlogTime(load, backlog, capacity, secs float64) float64 {
+	switch {
+	case load > capacity || (load == capacity && backlog > 0):
+		return secs
+	case backlog <= 0:
+		return 0
+	}
+	return min(secs, backlog/(capacity-load))
+}
 
 // Load is the offered load in records/s in period t (t from 0).
 type Load func(t int) float64
@@ -320,11 +399,15 @@ func Run(m Model, p elastic.Policy, load Load, periods int) Timeline {
 			capFactor = max(0.05, 1+m.CapNoise*rng.NormFloat64())
 		}
 		offered = max(offered, 0)
+		keep := 1.0
+		if m.Steal > 0 && rng.Float64() < m.Steal {
+			keep = 1 - m.stealShare()
+		}
 		var pause int64
 		if changed {
 			pause = m.PauseNs
 		}
-		per, left := m.step(offered, backlog, pause, capFactor, n)
+		per, left := m.step(offered, backlog, pause, capFactor, keep, n)
 		backlog = left
 		s := Sample{Period: t, Load: offered, Channels: n, Throughput: per.Throughput(),
 			Congestion: per.Congestion(), Backlog: left}
