@@ -72,12 +72,18 @@ func (r *run) newDebloater() *debloater {
 	if t <= 0 {
 		return nil
 	}
-	d := &debloater{now: func() int64 { return time.Now().UnixNano() }, target: t}
+	return &debloater{now: r.clock(), target: t}
+}
+
+// clock is the clock (ns) of the runtime's time-driven controls
+// (debloating, the splitter's batch linger): the checkpoint clock when
+// scripted, so that tests drive them without timing, else the wall clock.
+func (r *run) clock() func() int64 {
 	if cp := r.job.Checkpoint; cp != nil && cp.Now != nil {
 		now := cp.Now
-		d.now = func() int64 { return now().UnixNano() }
+		return func() int64 { return now().UnixNano() }
 	}
-	return d
+	return func() int64 { return time.Now().UnixNano() }
 }
 
 // reset forgets what was measured: the producer pushes to other rings
