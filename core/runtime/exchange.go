@@ -60,7 +60,6 @@ type input interface {
 	Len() int
 }
 
-
 // blockInput is channel c's side of the exchange: blocks are taken in
 // block order, block b from the ring of its worker under the routing in
 // effect for b (exchange.ringFor). At a routing that changes the channel
