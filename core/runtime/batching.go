@@ -217,6 +217,7 @@ func lastAt(p *core.Batch) int {
 // (the markers moved in front of its records), so full source batches
 // are never copied.
 func (s *splitter) gatherBatch(c int, b *core.Batch) error {
+	s.idle[c] = 0
 	p := s.open(c)
 	switch {
 	case p == nil:

@@ -284,6 +284,7 @@ func (s *splitter) scatter(b *core.Batch) error {
 			if p == nil || lastAt(p) == p.Len {
 				s.piece(c) // a new segment
 			}
+			s.idle[c] = 0
 		}
 		if p == nil {
 			p = core.NewBatch(b.Schema)
