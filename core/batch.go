@@ -105,6 +105,10 @@ type Batch struct {
 	// markers before any operator sees it, so Marks is empty whenever an
 	// operator holds a batch. Release empties it (keeping its storage).
 	Marks []Mark
+	// Queued, on a gathered batch a channel takes from the splitter's slot
+	// instead of its ring, is how many batches the splitter had pushed to
+	// that ring before it: the channel takes those first. Runtime only.
+	Queued uint64
 
 	pooled bool
 }
@@ -180,6 +184,7 @@ func (b *Batch) Reset() {
 	b.Stamp = 0
 	b.Control = nil
 	b.Folded = 0
+	b.Queued = 0
 	if len(b.Marks) > 0 {
 		clear(b.Marks)
 		b.Marks = b.Marks[:0]

@@ -92,10 +92,17 @@ func batchLinger(job *Job) time.Duration {
 // out (Swap) to add to it or send it; the channel takes it (Swap) when it
 // finds its ring empty. Whoever's Swap returns the batch owns it. The
 // splitter adds only to a batch it took back, so a batch the channel took
-// is never touched by the splitter again, and the channel takes the slot
-// only with its ring empty, after every batch the splitter pushed before
-// it: FIFO order is kept. Padded so that two channels' slots never share a
-// cache line.
+// is never touched by the splitter again.
+//
+// Order: the splitter pushes to the ring only what it took out of the
+// slot or what follows it, so every batch in the ring when the channel's
+// Swap succeeds was pushed before the stolen batch was stored, and every
+// later push is newer. But the channel saw its ring empty before its Swap,
+// and in between the splitter may have taken the slot, pushed it, and
+// stored a newer batch: so the splitter stamps a batch it stores with the
+// ring's push count (Batch.Queued), and the channel takes the ring's
+// batches up to that count before the stolen one (ringInput.pop). Padded
+// so that two channels' slots never share a cache line.
 type held struct {
 	slot atomic.Pointer[core.Batch]
 	_    [56]byte
@@ -148,6 +155,7 @@ func (s *splitter) keep(c int, p *core.Batch) error {
 	if p.Len >= core.BatchSize || len(p.Marks) >= maxMarks {
 		return s.send(c, p)
 	}
+	p.Queued = s.rings[c].Pushed()
 	s.gather[c].slot.Store(p)
 	return nil
 }
@@ -285,6 +293,9 @@ func (s *splitter) piece(c int) {
 type ringInput struct {
 	rg   *ring.SPSC[*core.Batch]
 	held *held // nil without adaptive batching
+	// stolen is a batch taken from the slot that the ring's batches up to
+	// its Queued count go before.
+	stolen *core.Batch
 	// q[i:] are the pieces of the last gathered batch not yet returned.
 	q []*core.Batch
 	i int
@@ -297,12 +308,25 @@ func (in *ringInput) pop(sc *stageCPU) (*core.Batch, error) {
 	if in.i < len(in.q) {
 		return in.next(), nil
 	}
-	b, ok := in.rg.TryPop()
-	if !ok && in.held != nil && in.held.slot.Load() != nil {
-		// The ring is empty: take what the splitter gathered (it comes
-		// after everything it pushed, all of which we have taken).
-		b = in.held.slot.Swap(nil)
-		ok = b != nil
+	var b *core.Batch
+	ok := false
+	if s := in.stolen; s != nil && in.rg.Popped() == s.Queued {
+		b, ok, in.stolen = s, true, nil // everything pushed before it is taken
+	}
+	if !ok {
+		b, ok = in.rg.TryPop()
+	}
+	if !ok && in.stolen == nil && in.held != nil && in.held.slot.Load() != nil {
+		// The ring is empty: take what the splitter gathered, after what
+		// it pushed before it (see held).
+		if s := in.held.slot.Swap(nil); s != nil {
+			if in.rg.Popped() == s.Queued {
+				b, ok = s, true
+			} else {
+				in.stolen = s // older batches are in the ring
+				b, ok = in.rg.TryPop()
+			}
+		}
 	}
 	if !ok {
 		var err error

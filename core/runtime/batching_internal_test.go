@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
@@ -178,6 +179,104 @@ func TestGatherSameSequence(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The splitter and a channel on two goroutines: the channel takes
+// gathered batches from the slot whenever its ring is empty, while the
+// splitter keeps pushing (a ring of 4, yields at random on both sides), and
+// still sees exactly the events a single-threaded run without batching
+// gives each channel. Catches a stolen batch overtaking batches the
+// splitter pushed between the channel's empty ring and its take.
+func TestGatherConcurrentOrder(t *testing.T) {
+	rounds := 30
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		n := 1 + round%3
+		script := make([]int, 400) // > 0: a source batch of that many records; 0: a watermark
+		rnd := uint64(round*7919 + 1)
+		for i := range script {
+			rnd = rnd*6364136223846793005 + 1442695040888963407
+			if rnd>>61 == 0 {
+				script[i] = 0
+			} else {
+				script[i] = 1 + int(rnd>>33)%40
+			}
+		}
+		drive := func(g *rig, yield func()) {
+			wm := int64(0)
+			for _, k := range script {
+				g.settle(t)
+				if k == 0 {
+					wm++
+					g.marker(t, core.Watermark, wm)
+				} else {
+					g.data(t, k)
+				}
+				yield()
+			}
+			g.marker(t, core.End, 0)
+		}
+		ref := newRig(t, n, 4096, true, 0)
+		drive(ref, func() {})
+		want := make([][]string, n)
+		for c := range n {
+			var pieces int
+			ref.take(t, c, 1<<30, &want[c], &pieces)
+		}
+
+		g := newRig(t, n, 4, true, time.Hour)
+		got := make([][]string, n)
+		done := make(chan struct{}, n)
+		for c := range n {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				sc := &stageCPU{}
+				for i := 0; ; i++ {
+					b, err := g.ins[c].pop(sc)
+					if err != nil {
+						return
+					}
+					if b.Kind == core.Data {
+						for j := range b.Len {
+							got[c] = append(got[c], fmt.Sprintf("r%d", b.Seq[j]))
+						}
+					} else {
+						e := fmt.Sprintf("%s%d", b.Kind, b.MarkSeq)
+						if b.Kind == core.Watermark {
+							e += fmt.Sprintf("@%d", b.Watermark)
+						}
+						got[c] = append(got[c], e)
+					}
+					end := b.Kind == core.End
+					b.Release()
+					if end {
+						return
+					}
+					if i%3 == 0 {
+						goruntime.Gosched()
+					}
+				}
+			}()
+		}
+		k := 0
+		drive(g, func() {
+			if k++; k%5 == 0 {
+				goruntime.Gosched()
+			}
+		})
+		for range n {
+			<-done
+		}
+		for c := range n {
+			if !slices.Equal(got[c], want[c]) {
+				i := firstDiff(got[c], want[c])
+				t.Fatalf("round %d, channel %d: %d events, want %d; first difference at %d: %v vs %v", round, c, len(got[c]), len(want[c]), i,
+					got[c][max(0, i-2):min(len(got[c]), i+3)], want[c][max(0, i-2):min(len(want[c]), i+3)])
+			}
+		}
+	}
 }
 
 func firstDiff(a, b []string) int {
