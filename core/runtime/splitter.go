@@ -63,7 +63,8 @@ type splitter struct {
 	// always for a source worker). gather[c] is the slot of what is
 	// gathered for rings[c]; since[c] when the splitter first found
 	// channel c busy with it (clock ns, unset before); linger in ns, on
-	// now. in is the schema of the batches it routes.
+	// now. in is the schema of the batches it routes (of the last one:
+	// a marker gathered before any record is given that schema).
 	gather []*held
 	since  []int64
 	linger int64
@@ -161,6 +162,7 @@ func (s *splitter) route(b *core.Batch) error {
 		return s.broadcast(b)
 	}
 	s.routed.Add(uint64(b.Len))
+	s.in = b.Schema // a local step's partials have a schema of their own
 	if b.Folded > 0 { // a local step's batch: the plain job's numbers
 		for i := 0; i < b.Len; i++ {
 			b.Seq[i] += s.seq
@@ -285,6 +287,14 @@ func (s *splitter) scatter(b *core.Batch) error {
 				s.piece(c) // a new segment
 			}
 			s.idle[c] = 0
+		}
+		if p != nil && p.Len == 0 && p.Schema != b.Schema {
+			// Markers gathered under another schema (before the first
+			// batch of a local step's partials): move them over.
+			np := core.NewBatch(b.Schema)
+			np.Marks = append(np.Marks[:0], p.Marks...)
+			p.Release()
+			p = np
 		}
 		if p == nil {
 			p = core.NewBatch(b.Schema)
