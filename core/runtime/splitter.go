@@ -162,7 +162,7 @@ func (s *splitter) route(b *core.Batch) error {
 		return s.broadcast(b)
 	}
 	s.routed.Add(uint64(b.Len))
-	s.in = b.Schema // a local step's partials have a schema of their own
+	s.in = b.Schema   // a local step's partials have a schema of their own
 	if b.Folded > 0 { // a local step's batch: the plain job's numbers
 		for i := 0; i < b.Len; i++ {
 			b.Seq[i] += s.seq
