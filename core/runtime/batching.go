@@ -56,8 +56,9 @@ import (
 // DefaultBatchLinger is how long the splitter holds a channel's gathered
 // sub-batch while the channel is busy, by default (Job.BatchLinger): 1 ms
 // is ten source lingers (core.Linger), so a busy channel's ring receives
-// at most about one slot per ms at a low rate, and a record waits at most
-// 1 ms more than it would have in the ring.
+// about one slot per ms at a low rate and covers ~64 ms of descheduling.
+// Records never wait longer than they would have in the ring: a channel
+// that runs out of input takes what is gathered at once.
 const DefaultBatchLinger = time.Millisecond
 
 // maxMarks bounds the markers one gathered batch carries: a channel that
