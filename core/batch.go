@@ -97,7 +97,32 @@ type Batch struct {
 	// that every sequence number after it is the plain job's. 0 otherwise.
 	Folded int
 
+	// Marks, on a data batch between the splitter and a channel (adaptive
+	// batching: a sub-batch gathered over several source batches), are
+	// the markers that belong between its records, in order: Marks[k]
+	// comes after the records before Marks[k].At and before the others.
+	// The channel's input splits such a batch back into those records and
+	// markers before any operator sees it, so Marks is empty whenever an
+	// operator holds a batch. Release empties it (keeping its storage).
+	Marks []Mark
+	// Queued, on a gathered batch a channel takes from the splitter's slot
+	// instead of its ring, is how many batches the splitter had pushed to
+	// that ring before it: the channel takes those first. Runtime only.
+	Queued uint64
+
 	pooled bool
+}
+
+// Mark is a marker carried inside a data batch (Batch.Marks): a
+// Watermark or Pulse marker's fields, and At, the number of the batch's
+// records that come before it.
+type Mark struct {
+	At        int
+	Kind      Kind
+	Watermark int64
+	Seq       uint64 // the marker's MarkSeq
+	Stamp     int64
+	Control   any
 }
 
 // NewBatch takes a data batch with room for BatchSize records from the
@@ -159,6 +184,11 @@ func (b *Batch) Reset() {
 	b.Stamp = 0
 	b.Control = nil
 	b.Folded = 0
+	b.Queued = 0
+	if len(b.Marks) > 0 {
+		clear(b.Marks)
+		b.Marks = b.Marks[:0]
+	}
 }
 
 // Full reports whether the batch holds BatchSize records.

@@ -5,13 +5,13 @@
 // # Roles
 //
 // Exactly one goroutine at a time is the producer: it alone may call
-// TryPush, TryPushN, Push, PushN and Close. Exactly one goroutine at a time
-// is the consumer: it alone may call TryPop, TryPopN, Pop and PopN. Cancel,
-// Len, Cap, Pushed, Popped, PushBlockedNs, PopBlockedNs, Closed and Canceled
-// may be called from any goroutine. The roles may move between goroutines
-// only through a happens-before edge (a channel operation, a mutex, a
-// WaitGroup ...). Breaking the role rule is a data race; the race detector
-// reports it.
+// TryPush, TryPushN, Push, PushN, Drained, SetLimit and Close. Exactly one
+// goroutine at a time is the consumer: it alone may call TryPop, TryPopN,
+// Pop and PopN. Cancel, Len, Cap, Pushed, Popped, PushBlockedNs,
+// PopBlockedNs, Closed and Canceled may be called from any goroutine. The
+// roles may move between goroutines only through a happens-before edge (a
+// channel operation, a mutex, a WaitGroup ...). Breaking the role rule is
+// a data race; the race detector reports it.
 //
 // # Invariants
 //

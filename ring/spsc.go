@@ -126,6 +126,23 @@ func (r *SPSC[T]) Len() int {
 	return int(min(n, r.mask+1))
 }
 
+// Drained reports whether the consumer has taken every value pushed so
+// far: the ring is empty, and a consumer that wants more is waiting or
+// about to. Producer only. It reads the shared head only when the
+// producer's cached view of it says the ring is not empty, and refreshes
+// that view, so asking a drained ring costs no shared read; asking a busy
+// one costs one atomic load. A splitter asks it once per source batch to
+// hand a gathered sub-batch to a channel that waits for it
+// (core/runtime/batching.go).
+func (r *SPSC[T]) Drained() bool {
+	t := r.tail.Load()
+	if t == r.headCache {
+		return true
+	}
+	r.headCache = r.head.Load()
+	return t == r.headCache
+}
+
 // Pushed returns the number of values pushed since New. Any goroutine may
 // call it; it is one atomic load. Pushed()-Popped() is not atomic: use Len.
 func (r *SPSC[T]) Pushed() uint64 { return r.tail.Load() }

@@ -93,6 +93,32 @@ func TestFIFOAndWrap(t *testing.T) {
 	}
 }
 
+// TestDrained: the producer sees the ring drained exactly when the
+// consumer has taken everything pushed, through its cached view of head.
+func TestDrained(t *testing.T) {
+	r := mustNew[int](t, 4)
+	if !r.Drained() {
+		t.Fatal("a new ring is not drained")
+	}
+	r.TryPush(1)
+	r.TryPush(2)
+	if r.Drained() {
+		t.Fatal("drained with 2 values in it")
+	}
+	r.TryPop()
+	if r.Drained() {
+		t.Fatal("drained with 1 value in it")
+	}
+	r.TryPop()
+	if !r.Drained() {
+		t.Fatal("not drained after every value was popped")
+	}
+	r.TryPush(3)
+	if r.Drained() {
+		t.Fatal("drained after a push")
+	}
+}
+
 func TestBatchWrap(t *testing.T) {
 	r := mustNew[int](t, 8)
 	in := []int{0, 1, 2, 3, 4, 5}

@@ -95,6 +95,17 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		}
 		job.BufferTarget = d
 	}
+	switch bl := s.Runtime.BatchLinger; bl {
+	case "":
+	case "off":
+		job.BatchLinger = -1
+	default:
+		d, err := time.ParseDuration(bl)
+		if err != nil || d <= 0 || d > time.Second {
+			return nil, f.errAt("runtime.batch_linger", "%q is not a positive duration up to 1s (e.g. 1ms, 200us) or off", bl)
+		}
+		job.BatchLinger = d
+	}
 	if job.Source, err = f.buildSource(errs, opt); err != nil {
 		return nil, err
 	}

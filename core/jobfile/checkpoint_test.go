@@ -295,6 +295,35 @@ func TestRestoreCountBelowPosition(t *testing.T) {
 	}
 }
 
+// runtime.batch_linger: empty is the default (0: runtime's 1 ms), off
+// turns adaptive batching off, a positive duration up to 1 s sets the
+// linger; anything else is refused at the value's line and column.
+func TestBatchLinger(t *testing.T) {
+	for raw, want := range map[string]time.Duration{"": 0, "off": -1, "200us": 200 * time.Microsecond, "1s": time.Second} {
+		f, err := Parse("job.yaml", []byte("source:\n  generator: {count: 10}\nsink:\n  csv: {path: "+filepath.Join(t.TempDir(), "o.csv")+"}\nruntime:\n  batch_linger: \""+raw+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := f.Build(Options{Validate: true})
+		if err != nil {
+			t.Fatalf("batch_linger %q: %v", raw, err)
+		}
+		if job.BatchLinger != want {
+			t.Errorf("batch_linger %q: %s, want %s", raw, job.BatchLinger, want)
+		}
+		job.Source.Close()
+	}
+	for _, raw := range []string{"0s", "-1ms", "2s", "soon"} {
+		f, err := Parse("job.yaml", []byte("source:\n  generator: {count: 10}\nsink:\n  csv: {path: o.csv}\nruntime:\n  batch_linger: \""+raw+"\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Build(Options{Validate: true}); err == nil || !strings.Contains(err.Error(), "job.yaml:6:17") || !strings.Contains(err.Error(), "batch_linger") {
+			t.Errorf("batch_linger %q: %v", raw, err)
+		}
+	}
+}
+
 // runtime.buffer_target: empty is the default (0: chosen from the
 // checkpoint interval), off turns debloating off, a positive duration sets
 // it; anything else is refused with the key's line.

@@ -197,4 +197,7 @@ type RuntimeSpec struct {
 	// BufferTarget is runtime.Job.BufferTarget: a positive duration, "off",
 	// or "" (the default: a quarter of checkpoint.interval, at most 1 s).
 	BufferTarget string `yaml:"buffer_target"`
+	// BatchLinger is runtime.Job.BatchLinger: a positive duration up to
+	// 1 s, "off", or "" (the default: runtime.DefaultBatchLinger).
+	BatchLinger string `yaml:"batch_linger"`
 }

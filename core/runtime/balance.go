@@ -455,7 +455,7 @@ func (r *run) rebalanceStep(table *kvstate.Table) error {
 			return err
 		}
 	}
-	sp.use(sp.rings, table)
+	sp.use(sp.rings, sp.gather, table)
 	return nil
 }
 

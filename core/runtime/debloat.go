@@ -92,17 +92,24 @@ func (r *run) newDebloater() *debloater {
 	return &debloater{now: r.debloatClock(), target: t}
 }
 
-// debloatClock is the clock the debloaters read (ns): the checkpoint
-// clock when scripted; nil when debloating is off.
-func (r *run) debloatClock() func() int64 {
-	if bufferTarget(r.job) <= 0 {
-		return nil
-	}
+// clock is the clock (ns) of the runtime's time-driven controls
+// (debloating, the splitter's batch linger): the checkpoint clock when
+// scripted, so that tests drive them without timing, else the wall clock.
+func (r *run) clock() func() int64 {
 	if cp := r.job.Checkpoint; cp != nil && cp.Now != nil {
 		now := cp.Now
 		return func() int64 { return now().UnixNano() }
 	}
 	return func() int64 { return time.Now().UnixNano() }
+}
+
+// debloatClock is the clock the debloaters read (ns): r.clock; nil when
+// debloating is off.
+func (r *run) debloatClock() func() int64 {
+	if bufferTarget(r.job) <= 0 {
+		return nil
+	}
+	return r.clock()
 }
 
 // slowStart gives a ring on a barrier's path its starting effective

@@ -115,6 +115,11 @@ func TestCheckpointsUnderBackpressureAndAfterEnd(t *testing.T) {
 	job.Source = src
 	job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
 	job.BufferTarget = 4 * time.Second
+	// The gate's steps count batches: one source batch and its watermark
+	// per two ring slots, as without adaptive batching (with it a slot
+	// holds up to 512 records, and the 64-slot ring would not fill in the
+	// 60 steps below).
+	job.BatchLinger = -1
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Minute, Now: clock.now}
 	var live atomic.Pointer[runtime.Live]
 	job.OnStart = func(l runtime.Live) { live.Store(&l) }

@@ -60,11 +60,6 @@ type input interface {
 	Len() int
 }
 
-// ringInput is a channel's one input ring.
-type ringInput struct{ *ring.SPSC[*core.Batch] }
-
-func (in ringInput) pop(sc *stageCPU) (*core.Batch, error) { return sc.pop(in.SPSC) }
-
 // blockInput is channel c's side of the exchange: blocks are taken in
 // block order, block b from the ring of its worker under the routing in
 // effect for b (exchange.ringFor). At a routing that changes the channel
@@ -763,7 +758,7 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 		return -1, err
 	}
 	if changed {
-		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], cfg.table)
+		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], nil, cfg.table)
 	}
 	for _, u := range swaps {
 		if err := applyUpdate(w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {

@@ -58,6 +58,16 @@ type Job struct {
 	// off (every ring holds RingSize). It changes buffering only, never
 	// blocks, batches or watermarks: the output does not depend on it.
 	BufferTarget time.Duration
+	// BatchLinger is adaptive batching at the single source stage's
+	// splitter (batching.go): while a channel is busy, its sub-batches and
+	// the watermarks between them are gathered into one batch, handed
+	// over when it holds 512 records, when the channel waits for input,
+	// or BatchLinger after the splitter first found the channel busy with
+	// it. 0 chooses DefaultBatchLinger (1 ms); < 0: off, every source
+	// batch's sub-batch and watermark go to the ring at once. It changes
+	// data batch boundaries only, never records, markers or their order:
+	// the output does not depend on it. Source workers do not gather.
+	BatchLinger time.Duration
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
 	Placer Placer
 	Log    *slog.Logger

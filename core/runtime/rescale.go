@@ -143,6 +143,10 @@ func (r *run) rescale(n int) error {
 		rc.plan(sp.table, table)
 	}
 	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
+	var gather []*held
+	if sp.gather != nil {
+		gather = append(gather, sp.gather[:min(from, n)]...)
+	}
 	rc.outs = append([]*ring.SPSC[*core.Batch](nil), r.mergerOuts[:min(from, n)]...)
 	for c := from; c < n; c++ {
 		in, err := r.newRing()
@@ -155,7 +159,12 @@ func (r *run) rescale(n int) error {
 		}
 		rings = append(rings, in)
 		rc.outs = append(rc.outs, out)
-		if err := r.startChannel(c, n, ringInput{in}, out, sp.lastWM, rc); err != nil {
+		ri := &ringInput{rg: in}
+		if gather != nil {
+			ri.held = new(held)
+			gather = append(gather, ri.held)
+		}
+		if err := r.startChannel(c, n, ri, out, sp.lastWM, rc); err != nil {
 			return err
 		}
 	}
@@ -195,7 +204,7 @@ func (r *run) rescale(n int) error {
 	for c := n; c < from; c++ {
 		sp.rings[c].Close()
 	}
-	sp.use(rings, table)
+	sp.use(rings, gather, table)
 	r.mergerOuts = rc.outs
 	r.changed(n)
 	return nil

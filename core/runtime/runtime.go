@@ -509,6 +509,9 @@ func (r *run) build() error {
 			r.splitter.tableNow.Store(r.splitter.table)
 			r.splitter.cpu = r.srcCPU
 			r.splitter.db = r.newDebloater()
+			if lg := batchLinger(job); lg > 0 {
+				r.splitter.gatherOn(lg, r.clock())
+			}
 			r.splitters = []*splitter{r.splitter}
 			r.initialTable = r.splitter.table
 			if err := r.buildController(); err != nil {
@@ -628,7 +631,7 @@ func (r *run) launch() error {
 				}
 				in = bi
 			} else {
-				in = ringInput{r.splitter.rings[c]}
+				in = r.splitter.input(c)
 			}
 			var err error
 			if outs[c], err = r.newRing(); err != nil {
@@ -761,6 +764,13 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times)
 	}
 	for {
+		if sp := r.splitter; sp != nil && sp.gather != nil {
+			// Before the source may block: what a waiting channel should
+			// have goes now (batching.go).
+			if err = sp.settle(); err != nil {
+				break
+			}
+		}
 		var b *core.Batch
 		b, err = r.job.Source.Next(ctx)
 		idle := errors.Is(err, core.ErrIdle) // a live source waited and nothing came
@@ -833,7 +843,13 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		}
 	}
 	if errors.Is(err, io.EOF) {
-		err = r.endOfInput(ctx, pre, replay, maxT, lastWM, times)
+		err = nil
+		if r.splitter != nil {
+			err = r.splitter.flushAll() // endOfInput waits for the rings to drain
+		}
+		if err == nil {
+			err = r.endOfInput(ctx, pre, replay, maxT, lastWM, times)
+		}
 	}
 	if err == nil {
 		end := core.NewMarker(core.End)

@@ -59,11 +59,22 @@ type splitter struct {
 	// the next free index in each channel's batch.
 	owners       []int32
 	counts, fill []int
+	// Adaptive batching (batching.go); gather is nil when it is off (and
+	// always for a source worker). gather[c] is the slot of what is
+	// gathered for rings[c]; since[c] when the splitter first found
+	// channel c busy with it (clock ns, unset before); linger in ns, on
+	// now. in is the schema of the batches it routes (of the last one:
+	// a marker gathered before any record is given that schema).
+	gather []*held
+	since  []int64
+	linger int64
+	now    func() int64
+	in     *core.Schema
 }
 
 func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, maxChannels int) (*splitter, error) {
 	s := &splitter{rings: rings, parts: make([]*core.Batch, len(rings)), idle: make([]int, len(rings)),
-		blocked: make([]atomic.Int64, maxChannels), pushed: make([]uint64, maxChannels), groups: r.Groups, lastWM: core.NoTime}
+		blocked: make([]atomic.Int64, maxChannels), pushed: make([]uint64, maxChannels), groups: r.Groups, lastWM: core.NoTime, in: in}
 	for _, k := range r.Key {
 		i, err := in.Lookup(k)
 		if err != nil {
@@ -78,7 +89,29 @@ func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, ma
 	return s, nil
 }
 
+// push sends b to channel c after what is gathered for c, and counts it.
+// It takes ownership of b.
 func (s *splitter) push(c int, b *core.Batch) error {
+	if err := s.flush(c); err != nil {
+		b.Release()
+		return err
+	}
+	s.piece(c)
+	return s.send(c, b)
+}
+
+// put sends marker m (a Watermark or Pulse) to channel c: gathered with
+// batching on, pushed otherwise. It takes ownership of m.
+func (s *splitter) put(c int, m *core.Batch) error {
+	if s.gather != nil {
+		return s.mark(c, m)
+	}
+	return s.push(c, m)
+}
+
+// send pushes b onto channel c's ring, adding the time it blocked to the
+// congestion index. It takes ownership of b (released on error).
+func (s *splitter) send(c int, b *core.Batch) error {
 	var ns int64
 	var err error
 	if s.db != nil {
@@ -93,16 +126,19 @@ func (s *splitter) push(c int, b *core.Batch) error {
 		b.Release()
 		return fmt.Errorf("channel %d stopped: %w", c, err)
 	}
-	s.idle[c] = 0
-	s.pushed[c]++
 	return nil
 }
 
 // use makes the splitter route to rings under table from now on (a change
-// of the channel count; table nil for a stateless region).
-func (s *splitter) use(rings []*ring.SPSC[*core.Batch], table *kvstate.Table) {
+// of the channel count; table nil for a stateless region); gather is the
+// rings' batching slots (nil when batching is off). Nothing may be
+// gathered (push flushes before the markers of a change).
+func (s *splitter) use(rings []*ring.SPSC[*core.Batch], gather []*held, table *kvstate.Table) {
 	n := len(rings)
 	s.rings, s.table = rings, table
+	if s.gather != nil {
+		s.gather, s.since = gather, unsetTimes(n)
+	}
 	s.tableNow.Store(table)
 	if s.db != nil {
 		s.db.reset()
@@ -126,6 +162,7 @@ func (s *splitter) route(b *core.Batch) error {
 		return s.broadcast(b)
 	}
 	s.routed.Add(uint64(b.Len))
+	s.in = b.Schema   // a local step's partials have a schema of their own
 	if b.Folded > 0 { // a local step's batch: the plain job's numbers
 		for i := 0; i < b.Len; i++ {
 			b.Seq[i] += s.seq
@@ -146,7 +183,7 @@ func (s *splitter) route(b *core.Batch) error {
 	n := len(s.rings)
 	switch {
 	case n == 1:
-		if err := s.push(0, b); err != nil {
+		if err := s.whole(0, b); err != nil {
 			return err
 		}
 	case !keyed:
@@ -155,19 +192,27 @@ func (s *splitter) route(b *core.Batch) error {
 		for d := range s.idle {
 			s.idle[d]++
 		}
-		if err := s.push(c, b); err != nil {
+		if err := s.whole(c, b); err != nil {
 			return err
 		}
 	default:
-		s.scatter(b)
+		err := s.scatter(b)
 		b.Release()
+		if err != nil {
+			return err
+		}
 		for c, p := range s.parts {
 			if p == nil {
 				s.idle[c]++
 				continue
 			}
 			s.parts[c] = nil
-			if err := s.push(c, p); err != nil {
+			if s.gather != nil {
+				err = s.keep(c, p)
+			} else {
+				err = s.push(c, p)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -176,7 +221,7 @@ func (s *splitter) route(b *core.Batch) error {
 		if idle >= pulseEvery {
 			m := core.NewMarker(core.Pulse)
 			m.MarkSeq = s.seq
-			if err := s.push(c, m); err != nil {
+			if err := s.put(c, m); err != nil {
 				return err
 			}
 		}
@@ -184,8 +229,17 @@ func (s *splitter) route(b *core.Batch) error {
 	return nil
 }
 
+// whole routes data batch b as it is to channel c (one channel, or
+// round-robin). It takes ownership of b.
+func (s *splitter) whole(c int, b *core.Batch) error {
+	if s.gather != nil {
+		return s.gatherBatch(c, b)
+	}
+	return s.push(c, b)
+}
+
 // pulseAll sends every channel a pulse at sequence number seq (the
-// progress of a source that stops: failure.go).
+// progress of a source that stops: failure.go), after what is gathered.
 func (s *splitter) pulseAll(seq uint64) error {
 	for c := range s.rings {
 		m := core.NewMarker(core.Pulse)
@@ -199,8 +253,10 @@ func (s *splitter) pulseAll(seq uint64) error {
 
 // scatter copies b's records into per-channel batches (s.parts) by their
 // owners, in order: one pass to find owners and counts, one to copy each
-// record to its place (no per-record append). b stays the caller's.
-func (s *splitter) scatter(b *core.Batch) {
+// record to its place (no per-record append). b stays the caller's. With
+// batching, a channel's records are added to what is gathered for it
+// (sent first if they would overflow it); an error is a send's.
+func (s *splitter) scatter(b *core.Batch) error {
 	if cap(s.owners) < b.Len {
 		s.owners = make([]int32, b.Len)
 	}
@@ -218,10 +274,36 @@ func (s *splitter) scatter(b *core.Batch) {
 		if k == 0 {
 			continue
 		}
-		p := core.NewBatch(b.Schema)
-		p.Stamp = b.Stamp
+		var p *core.Batch
+		if s.gather != nil {
+			if p = s.open(c); p != nil && p.Len > 0 && p.Len+k > core.BatchSize {
+				if err := s.send(c, p); err != nil {
+					return err
+				}
+				s.since[c] = unset
+				p = nil
+			}
+			if p == nil || lastAt(p) == p.Len {
+				s.piece(c) // a new segment
+			}
+			s.idle[c] = 0
+		}
+		if p != nil && p.Len == 0 && p.Schema != b.Schema {
+			// Markers gathered under another schema (before the first
+			// batch of a local step's partials): move them over.
+			np := core.NewBatch(b.Schema)
+			np.Marks = append(np.Marks[:0], p.Marks...)
+			p.Release()
+			p = np
+		}
+		if p == nil {
+			p = core.NewBatch(b.Schema)
+		}
+		if p.Len == 0 {
+			p.Stamp = b.Stamp
+		}
+		s.parts[c], s.fill[c] = p, p.Len
 		p.Grow(k)
-		s.parts[c], s.fill[c] = p, 0
 	}
 	w := b.Schema.Width()
 	for i, c := range owners {
@@ -231,6 +313,7 @@ func (s *splitter) scatter(b *core.Batch) {
 		copy(p.Vals[j*w:(j+1)*w], b.Vals[i*w:(i+1)*w])
 		p.Seq[j], p.Hash[j], p.Time[j], p.Pos[j] = b.Seq[i], b.Hash[i], b.Time[i], b.Pos[i]
 	}
+	return nil
 }
 
 // broadcast sends a copy of marker b, with the next sequence number, to
@@ -243,10 +326,17 @@ func (s *splitter) broadcast(b *core.Batch) error {
 	if bi := barrierOf(b); bi != nil {
 		bi.table, bi.channels = s.table, len(s.rings)
 	}
+	light := b.Kind == core.Watermark || b.Kind == core.Pulse // gathered with batching on
 	for c := range s.rings {
 		m := core.NewMarker(b.Kind)
 		m.Watermark, m.Epoch, m.MarkSeq, m.Stamp, m.Control = b.Watermark, b.Epoch, s.seq, b.Stamp, b.Control
-		if err := s.push(c, m); err != nil {
+		var err error
+		if light {
+			err = s.put(c, m)
+		} else {
+			err = s.push(c, m)
+		}
+		if err != nil {
 			b.Release()
 			return err
 		}

@@ -13,7 +13,15 @@ import (
 // ring (popped back on the same goroutine, no channel running). It is the
 // baseline for per-batch costs added to route (the routed count of the
 // backlog, adaptive batching); reported per record, 0 allocs/op.
-func BenchmarkSplitterRoute(b *testing.B) {
+func BenchmarkSplitterRoute(b *testing.B) { benchRoute(b, false) }
+
+// BenchmarkSplitterRouteGathered is BenchmarkSplitterRoute with adaptive
+// batching on (the runtime's default) and the end of each source
+// iteration: a full batch is taken as it is and sent at once, so the
+// per-batch cost is that of the flush rules alone. 0 allocs/op.
+func BenchmarkSplitterRouteGathered(b *testing.B) { benchRoute(b, true) }
+
+func benchRoute(b *testing.B, gather bool) {
 	src, err := source.Generator(source.GeneratorOptions{Seed: 1, Count: core.BatchSize})
 	if err != nil {
 		b.Fatal(err)
@@ -27,9 +35,18 @@ func BenchmarkSplitterRoute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	sp.cpu = &stageCPU{}
+	if gather {
+		sp.gatherOn(DefaultBatchLinger, func() int64 { return 0 })
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		if gather {
+			if err := sp.settle(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		if err := sp.route(in); err != nil {
 			b.Fatal(err)
 		}
