@@ -145,7 +145,9 @@ func TestExchangeCheckpointsUnderBackpressure(t *testing.T) {
 // of the gate's seconds here), and the first checkpoint, due after 10 s,
 // would wait behind that. With slow start the ring starts at
 // debloating's floor, so the first checkpoints each reach the slow
-// operator within one interval of coming due.
+// operator within two intervals of coming due (the bound; here
+// 4–10 s behind: the ring's limit, the splitter's gathered batch that a
+// barrier flushes first, and the gate's own batch).
 func TestFirstCheckpointsUnderBackpressure(t *testing.T) {
 	const interval = 10 * time.Second
 	recs := genRecords(100_000, 50, 5)
@@ -186,7 +188,7 @@ func TestFirstCheckpointsUnderBackpressure(t *testing.T) {
 	}
 	secs := int64(interval / time.Second)
 	due := secs
-	for k := uint64(1); k <= 3; k++ {
+	for k := uint64(1); k <= 5; k++ {
 		var at int64
 		for at = -1; at < 0; {
 			select {
@@ -197,8 +199,8 @@ func TestFirstCheckpointsUnderBackpressure(t *testing.T) {
 		}
 		waitFor(t, "the checkpoint", func() bool { return l.Snapshot().Checkpoints == int64(k) })
 		t.Logf("checkpoint %d due after batch %d reached the gate after batch %d", k, due, at)
-		if behind := at - due; behind > secs-1 {
-			t.Errorf("checkpoint %d came due after batch %d and reached the slow operator after batch %d: %d s, more than the interval", k, due, at, behind)
+		if behind := at - due; behind > 2*secs-1 {
+			t.Errorf("checkpoint %d came due after batch %d and reached the slow operator after batch %d: %d s, 2 intervals or more", k, due, at, behind)
 		}
 		due = clock.ns.Load()/int64(time.Second) + secs
 	}
