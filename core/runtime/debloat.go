@@ -30,7 +30,8 @@ import (
 // the target), each channel's ring to the merger, and, with output
 // workers, the merger's rings to them and theirs to the writer.
 //
-// Slow start: a ring starts at debloatMin (newRing), before anything is
+// Slow start: a ring starts at its floor (newRing: debloatMin; the rings
+// around the output workers: debloatItemMin), before anything is
 // measured, so that the data in flight never exceeds the target at the
 // start of a run either; its producer's controller doubles it per window
 // in which it was rarely blocked, or in which its consumer waited for
@@ -43,16 +44,29 @@ import (
 // debloated ring never serialises the two stages batch by batch.
 const debloatMin = 4
 
+// debloatItemMin is the floor of the rings around the output workers (the
+// merger's ring to each worker, each worker's ring to the writer). They
+// carry items, a data batch or a barrier each, and no watermark or pulse:
+// one slot already lets both stages work at once (the producer makes its
+// next item while the consumer takes this one). And the K rings of a
+// layer drain in turn, so at the floor a layer holds K times it in front
+// of a barrier: at debloatMin, with 2 workers and a slow sink, 16 items
+// on the output side alone, which put the barrier more than twice the
+// interval behind (TestOutputCheckpointsUnderBackpressure).
+const debloatItemMin = 1
+
 // maxBufferTarget caps the chosen buffer target (Flink's default).
 const maxBufferTarget = time.Second
 
 // bufferTarget is the buffer target job asks for: its BufferTarget, or,
 // when 0, a quarter of the checkpoint interval up to maxBufferTarget when
 // it checkpoints on an interval; 0 means off. A quarter: a barrier
-// crosses at most two debloated rings in series (splitter → channel →
-// merger), so it waits about half an interval behind the data, and a
-// checkpoint due at t completes by t + interval/2 + the operators' time on
-// the last batches: within twice the interval.
+// crosses two debloated rings in series (splitter → channel → merger),
+// four with output workers (→ worker → writer), so it waits about half an
+// interval (one, with workers) behind the data, and a checkpoint due at t
+// completes by then + the operators' time on the last batches: within
+// twice the interval, as long as the rings' floors (debloatMin,
+// debloatItemMin) hold less than the target at the consumer's rate.
 func bufferTarget(job *Job) time.Duration {
 	switch t := job.BufferTarget; {
 	case t < 0:
@@ -71,6 +85,7 @@ func bufferTarget(job *Job) time.Duration {
 type debloater struct {
 	now    func() int64 // ns; the checkpoint clock when scripted
 	target time.Duration
+	floor  int // the smallest limit, slots: debloatMin or debloatItemMin
 	ctl    []debloat.Controller
 	// shared, for a source worker, is the run's last limit by channel
 	// (0: none yet), which every worker publishes and seeds its rings
@@ -89,7 +104,17 @@ func (r *run) newDebloater() *debloater {
 	if t <= 0 {
 		return nil
 	}
-	return &debloater{now: r.debloatClock(), target: t}
+	return &debloater{now: r.debloatClock(), target: t, floor: debloatMin}
+}
+
+// newItemDebloater is newDebloater for rings that carry items only (the
+// rings around the output workers): floor debloatItemMin.
+func (r *run) newItemDebloater() *debloater {
+	d := r.newDebloater()
+	if d != nil {
+		d.floor = debloatItemMin
+	}
+	return d
 }
 
 // clock is the clock (ns) of the runtime's time-driven controls
@@ -113,11 +138,11 @@ func (r *run) debloatClock() func() int64 {
 }
 
 // slowStart gives a ring on a barrier's path its starting effective
-// capacity when debloating is on (debloatMin: slow start), before its
-// producer has it.
-func slowStart[T any](job *Job, rg *ring.SPSC[T]) {
+// capacity when debloating is on (floor, the floor of its producer's
+// debloater: slow start), before its producer has it.
+func slowStart[T any](job *Job, rg *ring.SPSC[T], floor int) {
 	if bufferTarget(job) > 0 {
-		rg.SetLimit(debloatMin)
+		rg.SetLimit(floor)
 	}
 }
 
@@ -181,7 +206,7 @@ func (d *debloater) controller(i, size, limit int) *debloat.Controller {
 	}
 	c := &d.ctl[i]
 	if c.Target == 0 {
-		*c = debloat.Controller{Target: int64(d.target), Min: min(debloatMin, size), Max: size}
+		*c = debloat.Controller{Target: int64(d.target), Min: min(d.floor, size), Max: size}
 		if limit < size {
 			c.Seed(limit)
 		}

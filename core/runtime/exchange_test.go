@@ -31,6 +31,7 @@ type blockSource struct {
 	blocks []int // block b holds batches blocks[b]..blocks[b+1]-1
 	next   int   // Next's next batch
 	reads  atomic.Int64
+	done   atomic.Int64 // blocks read to their end (every batch emitted)
 	// every, if > 0, makes every every-th record malformed: it goes to the
 	// error policy (errs, or the read's) instead of a batch.
 	every int
@@ -102,6 +103,7 @@ func (s *blockSource) ReadBlock(ctx context.Context, b int, errs *core.ErrorPoli
 			return err
 		}
 	}
+	s.done.Add(1)
 	return nil
 }
 

@@ -15,3 +15,22 @@ func SplitterSlots(l Live) (pieces, slots []uint64) {
 	}
 	return pieces, slots
 }
+
+// OutputRingLen is, for a run with output workers and a writer stage, how
+// many values wait in the merger's ring to each worker (in) and in each
+// worker's ring to the writer (out), by worker; nil without workers. For
+// tests that drive the output side step by step: a test hook, not API.
+// (A ring's effective capacity is its producer's alone to read.)
+func (l Live) OutputRingLen() (in, out []int) {
+	o := l.r.out
+	if o == nil {
+		return nil, nil
+	}
+	for _, rg := range o.in {
+		in = append(in, rg.Len())
+	}
+	for _, rg := range o.out {
+		out = append(out, rg.Len())
+	}
+	return in, out
+}

@@ -53,7 +53,8 @@ type Job struct {
 	// (buffer debloating, debloat.go): under backpressure each ring's
 	// effective capacity follows its consumer's measured throughput so
 	// that draining it takes about BufferTarget, within [debloatMin,
-	// RingSize] batches. 0 chooses: a quarter of the checkpoint interval,
+	// RingSize] batches ([debloatItemMin, RingSize] items for the rings
+	// around the output workers). 0 chooses: a quarter of the checkpoint interval,
 	// at most 1 s, when the job checkpoints on an interval, else off. < 0:
 	// off (every ring holds RingSize). It changes buffering only, never
 	// blocks, batches or watermarks: the output does not depend on it.

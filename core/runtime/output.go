@@ -157,7 +157,7 @@ func (r *run) buildOutput(k int) error {
 			if err != nil {
 				return err
 			}
-			slowStart(r.job, out)
+			slowStart(r.job, out, debloatItemMin)
 			r.register(out)
 			o.out = append(o.out, out)
 		}
@@ -167,9 +167,10 @@ func (r *run) buildOutput(k int) error {
 		}
 		sc := r.newReplicatedStageCPU("output", w)
 		o.in, o.posts, o.cpus = append(o.in, in), append(o.posts, post), append(o.cpus, sc)
-		o.dbs = append(o.dbs, r.newDebloater())
+		slowStart(r.job, in, debloatItemMin) // items only: debloat.go
+		o.dbs = append(o.dbs, r.newItemDebloater())
 	}
-	o.db = r.newDebloater()
+	o.db = r.newItemDebloater()
 	o.fails = newOutFailures(k)
 	r.out = o
 	return nil

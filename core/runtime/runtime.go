@@ -212,7 +212,7 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	if r.yield {
 		rg.SetYield(oversubscribedYield)
 	}
-	slowStart(r.job, rg)
+	slowStart(r.job, rg, debloatMin)
 	r.register(rg)
 	return rg, nil
 }
