@@ -253,6 +253,10 @@ func (s *controlServer) update(w http.ResponseWriter, req *http.Request, l runti
 		replyErr(w, code, "update %s: %v", name, err)
 		return
 	}
+	if def.Name != "" {
+		// The operator as the job knows it: NAME may be its path.
+		name = def.Name
+	}
 	out, err := l.Update(req.Context(), name, def, string(body), "api")
 	s.done(w, out, err)
 }

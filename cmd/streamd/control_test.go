@@ -355,3 +355,20 @@ func TestStopSavepointRestore(t *testing.T) {
 		t.Fatalf("updated at %d, stopped at epoch %d and restored: output differs from an uninterrupted run with the update (%d vs %d bytes)", u.Outcome.Position, r.Outcome.Epoch, len(got), len(want))
 	}
 }
+
+// TestUpdateByPath: an operator with a name: is updated by its path too
+// (docs/CONTROL.md: "NAME is the operator's name: or its path"), and the
+// answer's outcome names the operator.
+func TestUpdateByPath(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	writeTestFile(t, job, controlJob(dir, "live", "    count: 100000\n    rate: 25000", "value < 900", "value % 7", ""))
+	cr := startControlled(t, job, "--control-addr", "127.0.0.1:0")
+	code, r := post(t, cr.addr, "", "update", "operator=region.ops[0].filter", "filter: value < 500")
+	if code != http.StatusOK || r.Outcome == nil || r.Outcome.Inputs["operator"] != "keep" {
+		t.Errorf("update region.ops[0].filter (named keep): got %d %q, want 200 for keep", code, r.Error)
+	}
+	if code := <-cr.done; code != 0 {
+		t.Fatalf("exit %d: %s", code, cr.stderr.String())
+	}
+}

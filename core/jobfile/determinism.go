@@ -63,6 +63,16 @@ func (f *File) Promise() Promise {
 			p.Weak = append(p.Weak, WeakUse{At: "source." + k.name + sub, Why: why})
 		}
 	}
+	if k, spec, ok := sourceKinds.chosen(f.Spec.Source.sources); ok && k.name == "generator" {
+		// A rate moves batch boundaries, and so where watermarks advance:
+		// harmless while event time never decreases (the generator's ts
+		// and seq), not for an event time that can go back.
+		g, _ := spec.(*GeneratorSpec)
+		if et := f.Spec.EventTime; g != nil && et != nil && (g.Rate > 0 || len(g.RateSteps) > 0) &&
+			(et.Expr != "" || et.Field != "ts" && et.Field != "seq") {
+			p.Weak = append(p.Weak, WeakUse{At: "event_time", Why: "a generator with a rate ends its batches where the clock does, so where watermarks advance and which records are late, and this event time can decrease; drop the rate, or take event time from ts or seq"})
+		}
+	}
 	ops := func(at string, list []OpSpec) {
 		for i, o := range list {
 			k, spec, ok := opKinds.chosen(o.ops)

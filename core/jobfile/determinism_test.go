@@ -21,6 +21,12 @@ func TestDeterminismPromise(t *testing.T) {
 	}{
 		{fileJob, nil},
 		{"source:\n  generator: {count: 10, rate: 1000}\nsink:\n  discard: {}\n", nil},
+		{"source:\n  generator: {count: 10, rate: 1000}\nevent_time: {field: ts}\nsink:\n  discard: {}\n", nil},
+		// A rate moves batch boundaries, and so the watermarks: an event
+		// time that can decrease makes which records are late depend on it.
+		{"source:\n  generator: {count: 10, rate: 1000}\nevent_time: {expr: 'ts - duration(\"1ms\") * (seq % 7)'}\nsink:\n  discard: {}\n", []string{"event_time"}},
+		{"source:\n  generator: {count: 10, rate_steps: [{at: 0s, rate: 10}]}\nevent_time: {field: value}\nsink:\n  discard: {}\n", []string{"event_time"}},
+		{"source:\n  generator: {count: 10}\nevent_time: {field: value}\nsink:\n  discard: {}\n", nil},
 		{stdinJob, []string{"source.stdin", "pipeline[1].lookup_http"}},
 		{"source:\n  stdin: {format: jsonl, fields: {k: string}}\nsink:\n  discard: {}\n", []string{"source.stdin"}},
 	} {

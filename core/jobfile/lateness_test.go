@@ -255,3 +255,45 @@ func TestAllowedLatenessErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowUpdateSameSettingsWrittenOtherwise: a window's update that
+// writes its settings another way (a duration in other units, a default
+// written out, the slide of a tumbling window) changes nothing but the
+// allowed lateness and is taken, as a restore takes the same job file
+// ("settings compare by value"); a real change is still refused, named.
+func TestWindowUpdateSameSettingsWrittenOtherwise(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/in.csv", "ts,key,v\n1,a,1\n")
+	writeFile(t, dir+"/job.yaml", "source:\n  csv: {path: in.csv, columns: {ts: int64, key: string, v: int64}}\nevent_time: {field: ts, unit: ms}\n"+
+		"region:\n  key_by: [key]\n  ops:\n    - name: win\n      window: {size: 10s, aggregates: {n: count, s: sum(v)}}\nsink:\n  discard: {}\n")
+	f, err := Load(dir + "/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := f.Build(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		"window: {size: 10s, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}",
+		"window: {size: 10000ms, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}",
+		"window: {size: 10s, slide: 10s, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}",
+		"window: {size: 10s, late: drop, local_aggregation: off, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}",
+		"window: {size: 10s, allowed_lateness: 1m, aggregates: {n: count, s: sum( v )}}",
+	} {
+		if _, err := f.BuildUpdate(j, "win", []byte(body), "request"); err != nil {
+			t.Errorf("%s: %v, want it taken", body, err)
+		}
+	}
+	for _, c := range []struct{ body, want string }{
+		{"window: {size: 20s, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}", "size (10s → 20s)"},
+		{"window: {size: 10s, slide: 5s, allowed_lateness: 1m, aggregates: {n: count, s: sum(v)}}", "slide (not set → 5s)"},
+		{"window: {size: 10s, allowed_lateness: 1m, aggregates: {n: count}}", "aggregates ("},
+		{"window: {size: 10s, local_aggregation: auto, aggregates: {n: count, s: sum(v)}}", "local_aggregation (off → auto)"},
+	} {
+		_, err := f.BuildUpdate(j, "win", []byte(c.body), "request")
+		if err == nil || !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want refused with %q", c.body, err, c.want)
+		}
+	}
+}

@@ -103,22 +103,45 @@ func (b *opBuild) allowedLateness(s string) (time.Duration, error) {
 // only the allowed lateness may differ. Those settings fix the window's
 // state layout (size, slide, calendar, key, aggregates) or how records
 // reach it (late, local_aggregation).
-func windowChange(old, next *WindowSpec, oldKey, nextKey []string) string {
-	for _, c := range []struct{ field, was, is string }{
-		{"size", old.Size, next.Size},
-		{"slide", old.Slide, next.Slide},
-		{"time_zone", old.TimeZone, next.TimeZone},
-		{"week_start", old.WeekStart, next.WeekStart},
-		{"key", strings.Join(oldKey, ", "), strings.Join(nextKey, ", ")},
-		{"aggregates", aggText(old.Aggregates), aggText(next.Aggregates)},
-		{"late", old.Late, next.Late},
-		{"local_aggregation", old.LocalAggregation, next.LocalAggregation},
+func windowChange(old, next *WindowSpec, oldKey, nextKey []string, oldState, nextState string) string {
+	// The settings that fix the state layout are in the definitions'
+	// State (durations in ns, the calendar, the key and the aggregates
+	// with their inputs): when it is the same, they are the same however
+	// they are written (10s or 10000ms, a tumbling window's slide written
+	// out), as a restore compares them.
+	same := oldState == nextState
+	for _, c := range []struct {
+		field, was, is string
+		layout         bool
+	}{
+		{"size", old.Size, next.Size, true},
+		{"slide", old.Slide, next.Slide, true},
+		{"time_zone", old.TimeZone, next.TimeZone, true},
+		{"week_start", old.WeekStart, next.WeekStart, true},
+		{"key", strings.Join(oldKey, ", "), strings.Join(nextKey, ", "), true},
+		{"aggregates", aggText(old.Aggregates), aggText(next.Aggregates), true},
+		{"late", orDefault(old.Late, "drop"), orDefault(next.Late, "drop"), false},
+		{"local_aggregation", orDefault(old.LocalAggregation, "off"), orDefault(next.LocalAggregation, "off"), false},
 	} {
+		if c.layout && same {
+			continue
+		}
 		if c.was != c.is {
 			return fmt.Sprintf("%s (%s → %s)", c.field, orNone(c.was), orNone(c.is))
 		}
 	}
+	if !same {
+		return fmt.Sprintf("state (%s → %s)", oldState, nextState)
+	}
 	return ""
+}
+
+// orDefault is s, or def when s is not set.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // aggText writes a window's aggregates as the job file does.

@@ -114,7 +114,7 @@ func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source st
 			ow, nw := was.(*WindowSpec), v.(*WindowSpec)
 			oldKey, _ := (&opBuild{keyAt: keyAt{f, found.path}, region: found.reg}).groupKey(ow.Key)
 			nextKey, _ := b.groupKey(nw.Key)
-			if c := windowChange(ow, nw, oldKey, nextKey); c != "" {
+			if c := windowChange(ow, nw, oldKey, nextKey, found.old.State, def.State); c != "" {
 				return none, fmt.Errorf("%w: window %s keeps keyed state; this update would change its state layout or input: %s; an update of a running window may change only allowed_lateness", runtime.ErrRefused, name, c)
 			}
 			return def, nil // the runtime's Retune takes it in place
