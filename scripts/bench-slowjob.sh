@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench-slowjob.sh [records=300000] — issue 14's slow job: a generator
+# (20,000 keys, a record per ms of event time), 2 channels, a keyed 1-minute
+# window, and a `post:` lookup_http (ttl 0s, max_cost 100: almost every row
+# misses) against scripts/internal/slowhttp answering in 0.5–2 ms, with
+# `checkpoint: {interval: 1s}`. Runs the variants below one after the other
+# and prints, for each, the records/s, the rows the lookup took per second,
+# the checkpoint line (completed, duration p50/p99/max: barrier due →
+# written) and the largest firing (rows out of the window per window end).
+# The decomposition it measures is in docs/ARCHITECTURE.md, "Checkpoints
+# behind a window's firing".
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-300000}"
+work="$(mktemp -d)"
+trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+(cd "$root" && go build -o "$work/streamd" ./cmd/streamd && go build -o "$work/slowhttp" ./scripts/internal/slowhttp)
+"$work/slowhttp" -delay 500us -delay-max 2ms >"$work/addr" &
+srv=$!
+for _ in $(seq 50); do [ -s "$work/addr" ] && break; sleep 0.1; done
+addr="$(cat "$work/addr")"
+# job NAME SIZE MAXCOST RUNTIME
+job() {
+  cat <<YAML
+name: slowjob
+source:
+  generator: {seed: 3, count: $n, keys: 20000, distribution: uniform, step: 1ms}
+event_time: {field: ts}
+region:
+  channels: 2
+  key_by: [key]
+  ops:
+    - window:
+        size: $2
+        aggregates: {n: count, total: sum(value)}
+post:
+  - lookup_http:
+      url: http://$addr/cities/{key}
+      key: key
+      fields: {city: string}
+      ttl: 0s
+      max_cost: $3
+sink:
+  csv: {path: $work/out-$1.csv}
+checkpoint: {dir: $work/ck-$1, interval: 1s, retain: 2}
+$4
+YAML
+}
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $n records; $(date -u +%F)"
+# name | window size | max_cost | runtime block | flags
+while IFS='|' read -r name size cost rt flags; do
+  job "$name" "$size" "$cost" "$rt" >"$work/$name.yaml"
+  start=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  "$work/streamd" run "$work/$name.yaml" $flags 2>"$work/$name.log" >/dev/null
+  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  rows=$(($(wc -l <"$work/out-$name.csv") - 1))
+  fire=$(awk -F, 'NR > 1 { c[$1]++ } END { m = 0; for (k in c) if (c[k] > m) m = c[k]; print m }' "$work/out-$name.csv")
+  echo "$name: $(sed -nE 's/.*\(([0-9]+) records\/s\).*/\1/p' "$work/$name.log" | head -1) records/s, $(echo "$rows / $secs" | bc) rows/s through the lookup, largest firing $fire rows"
+  echo "  $(grep -h '^checkpoints:' "$work/$name.log" || echo 'checkpoints: none')"
+done <<'VARIANTS'
+default|1m|100||
+debloat-off|1m|100|runtime: {buffer_target: off}|
+workers-2-output-2|1m|100||--source-parallelism 2 --output-workers 2
+window-10s|10s|100||
+cache-every-key|1m|20000||
+VARIANTS
