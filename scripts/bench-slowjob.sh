@@ -8,14 +8,22 @@
 # the checkpoint line (completed, duration p50/p99/max: barrier due →
 # written) and the largest firing (rows out of the window per window end).
 # The decomposition it measures is in docs/ARCHITECTURE.md, "Checkpoints
-# behind a window's firing".
+# behind a window's firing". REGION=1 in the environment runs instead the
+# lookup inside the region, before the window (a slow operator per record,
+# where the rings' floors set what is in flight), against a server
+# answering in DELAY–DELAY_MAX (default 10ms–40ms); records default 20000.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-300000}"
+[ "${REGION:-0}" = 1 ] && n="${1:-20000}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/streamd" ./cmd/streamd && go build -o "$work/slowhttp" ./scripts/internal/slowhttp)
-"$work/slowhttp" -delay 500us -delay-max 2ms >"$work/addr" &
+if [ "${REGION:-0}" = 1 ]; then
+  "$work/slowhttp" -delay "${DELAY:-10ms}" -delay-max "${DELAY_MAX:-40ms}" >"$work/addr" &
+else
+  "$work/slowhttp" -delay 500us -delay-max 2ms >"$work/addr" &
+fi
 srv=$!
 for _ in $(seq 50); do [ -s "$work/addr" ] && break; sleep 0.1; done
 addr="$(cat "$work/addr")"
@@ -46,6 +54,33 @@ checkpoint: {dir: $work/ck-$1, interval: 1s, retain: 2}
 $4
 YAML
 }
+if [ "${REGION:-0}" = 1 ]; then
+  cat >"$work/region.yaml" <<YAML
+name: regionslow
+source:
+  generator: {seed: 3, count: $n, keys: 20000, distribution: uniform, step: 1ms}
+event_time: {field: ts}
+region:
+  channels: 2
+  key_by: [key]
+  ops:
+    - lookup_http:
+        url: http://$addr/cities/{key}
+        key: key
+        fields: {city: string}
+        max_cost: 100
+    - window:
+        size: 1m
+        aggregates: {n: count, total: sum(value)}
+sink:
+  csv: {path: $work/out-region.csv}
+checkpoint: {dir: $work/ck-region, interval: 1s, retain: 2}
+YAML
+  "$work/streamd" run "$work/region.yaml" 2>"$work/region.log" >/dev/null
+  echo "region lookup, ${DELAY:-10ms}–${DELAY_MAX:-40ms}: $(sed -nE 's/.*\(([0-9]+) records\/s\).*/\1/p' "$work/region.log" | head -1) records/s"
+  echo "  $(grep -h '^checkpoints:' "$work/region.log" || echo 'checkpoints: none')"
+  exit 0
+fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $n records; $(date -u +%F)"
 # name | window size | max_cost | runtime block | flags
 while IFS='|' read -r name size cost rt flags; do
