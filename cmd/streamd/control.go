@@ -199,8 +199,9 @@ func (s *controlServer) serve(w http.ResponseWriter, req *http.Request) {
 			replyErr(w, http.StatusBadRequest, "%s: malformed JSON body: %v", cmd, err)
 			return
 		}
+		end := dec.InputOffset()
 		if _, err := dec.Token(); err != io.EOF {
-			replyErr(w, http.StatusBadRequest, "%s: malformed JSON body: data after the JSON object at byte %d (the body is one object)", cmd, dec.InputOffset())
+			replyErr(w, http.StatusBadRequest, "%s: malformed JSON body: data after the JSON object, from byte %d on (the body is one object)", cmd, end)
 			return
 		}
 	}

@@ -240,7 +240,7 @@ func TestControlRefusesMalformed(t *testing.T) {
 		{"status", "", "", "wrong", http.StatusUnauthorized, "missing or wrong token"},
 		{"scale", "", `{"channels": 3`, token, http.StatusBadRequest, "malformed JSON"},
 		{"scale", "", `{"chanels": 3}`, token, http.StatusBadRequest, `unknown field "chanels"`},
-		{"scale", "", `{"channels": 2}{"x":1}`, token, http.StatusBadRequest, "data after the JSON object"},
+		{"scale", "", `{"channels": 2}{"x":1}`, token, http.StatusBadRequest, "data after the JSON object, from byte 15 on"},
 		{"scale", "", "{\"channels\": 2}\n[", token, http.StatusBadRequest, "data after the JSON object"},
 		{"frobnicate", "", "", token, http.StatusNotFound, `unknown command "frobnicate"`},
 		{"scale", "", `{"channels": 9}`, token, http.StatusConflict, "scale to 9 channels: this region runs with 1 to 4"},
