@@ -273,6 +273,20 @@ func (p *ErrorPolicy) LateRecord(input string, pos int64, seq uint64, raw string
 	return p.write(input, pos, seq, raw, "late: its windows have fired")
 }
 
+// ExpiredRecord handles a record that came after its windows expired:
+// fired, and the watermark past their ends by the window's allowed
+// lateness (> 0). It is LateRecord with the dead letter's reason "late:
+// its windows have expired"; a window without allowed lateness calls
+// LateRecord, whose reason dead-letter files have always had.
+func (p *ErrorPolicy) ExpiredRecord(input string, pos int64, seq uint64, raw string, toDeadLetter bool) error {
+	p.counts().Late.Add(1)
+	if !toDeadLetter {
+		return nil
+	}
+	p.counts().LateDeadLettered.Add(1)
+	return p.write(input, pos, seq, raw, "late: its windows have expired")
+}
+
 // PartlyLateRecord counts a record that came after some, not all, of its
 // windows fired (PartlyLate). It is not dead-lettered: it is in the
 // windows still open.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/snapshot"
 )
 
@@ -180,6 +181,7 @@ func inspect(w io.Writer, c *snapshot.Checkpoint) {
 	for i, op := range m.Operators {
 		fmt.Fprintf(w, "operator %d: %s\n", i, op)
 	}
+	inspectUpdates(w, &m)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FILE\tBYTES\tCRC32C")
 	for _, f := range m.Files {
@@ -204,5 +206,32 @@ func inspect(w io.Writer, c *snapshot.Checkpoint) {
 			}
 		}
 		tw.Flush()
+	}
+}
+
+// inspectUpdates shows the control-plane updates a checkpoint recorded
+// (runtime.UpdatesExtra), which a restore from it builds again: each
+// operator and its entry as the update gave it, a body of several lines
+// indented below the operator's name. Nothing when there are none.
+func inspectUpdates(w io.Writer, m *snapshot.Metadata) {
+	us, err := runtime.RestoredUpdates(m)
+	if err != nil {
+		fmt.Fprintf(w, "updates: %v\n", err)
+		return
+	}
+	if len(us) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "updates applied again on restore:")
+	for _, u := range us {
+		body := strings.TrimRight(u.Body, "\n")
+		if !strings.Contains(body, "\n") {
+			fmt.Fprintf(w, "  %s: %s\n", u.Operator, body)
+			continue
+		}
+		fmt.Fprintf(w, "  %s:\n", u.Operator)
+		for _, line := range strings.Split(body, "\n") {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/runtime"
 	"streamd/snapshot"
 )
 
@@ -92,5 +93,30 @@ func TestCheckpointsInspectOutputParts(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, "OUTPUT PART (EPOCH)  BYTES  CRC32C\n1                    120    0000abcd\n3                    7      12345678\n") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// inspect shows the control-plane updates a checkpoint recorded (extra
+// "updates"), which a restore from it applies again.
+func TestCheckpointsInspectUpdates(t *testing.T) {
+	_, ck := checkpointJob(t)
+	store, err := snapshot.Open(ck, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := store.Begin(3)
+	updates := `[{"operator":"keep","body":"filter: value < 500"},{"operator":"win","body":"window:\n  size: 1s\n  allowed_lateness: 2s\n"}]`
+	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}, Extra: map[string]string{runtime.UpdatesExtra: updates}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := cli(t, "checkpoints", "inspect", ck, "3")
+	want := "updates applied again on restore:\n" +
+		"  keep: filter: value < 500\n" +
+		"  win:\n" +
+		"    window:\n" +
+		"      size: 1s\n" +
+		"      allowed_lateness: 2s\n"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d; want\n%s\nin\n%s", code, want, out)
 	}
 }

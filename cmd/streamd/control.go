@@ -22,9 +22,12 @@ import (
 // Every command is POST /v1/COMMAND (status also GET), answered with a
 // JSON object: {"ok": true, …} or {"error": "…"} with a status code that
 // says what went wrong (400 a malformed request, 401 a missing or wrong
-// token, 404 an unknown command, 409 a request the job refused, 503 a job
-// not started or ended). A refused or malformed request never changes the
-// job.
+// token, 404 an unknown command, 405 a command that takes POST asked with
+// another method, 409 a request the job refused, 503 a job not started or
+// ended). A refused or malformed request never changes the job. Every
+// refusal (409) is recorded as a reconfiguration refused — logged and
+// counted by the runtime (runtime.Live.Refuse), whichever layer refused
+// it; malformed requests are not.
 
 // controlCommands are the commands, in the order errors list them.
 var controlCommands = []string{"status", "scale", "rebalance", "pause-controller", "resume-controller", "checkpoint", "stop", "update"}
@@ -65,9 +68,10 @@ func controlListenAddr(addr, token string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// isLoopback says whether host names only the local machine.
+// isLoopback says whether host names only the local machine: a loopback
+// IP, or localhost in any case (host names are case-insensitive).
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -138,8 +142,8 @@ func replyErr(w http.ResponseWriter, code int, format string, args ...any) {
 
 func (s *controlServer) serve(w http.ResponseWriter, req *http.Request) {
 	if s.token != "" {
-		got := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+		got, ok := bearer(req.Header.Get("Authorization"))
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
 			replyErr(w, http.StatusUnauthorized, "missing or wrong token (Authorization: Bearer TOKEN; streamd ctl --token)")
 			return
 		}
@@ -154,7 +158,12 @@ func (s *controlServer) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if req.Method != http.MethodPost && !(cmd == "status" && req.Method == http.MethodGet) {
-		replyErr(w, http.StatusMethodNotAllowed, "%s takes POST", cmd)
+		allow := "POST"
+		if cmd == "status" {
+			allow = "GET, POST"
+		}
+		w.Header().Set("Allow", allow)
+		replyErr(w, http.StatusMethodNotAllowed, "%s takes %s, not %s", cmd, allow, req.Method)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(req.Body, maxControlBody+1))
@@ -188,6 +197,11 @@ func (s *controlServer) serve(w http.ResponseWriter, req *http.Request) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&args); err != nil {
 			replyErr(w, http.StatusBadRequest, "%s: malformed JSON body: %v", cmd, err)
+			return
+		}
+		end := dec.InputOffset()
+		if _, err := dec.Token(); err != io.EOF {
+			replyErr(w, http.StatusBadRequest, "%s: malformed JSON body: data after the JSON object, from byte %d on (the body is one object)", cmd, end)
 			return
 		}
 	}
@@ -240,25 +254,43 @@ func (s *controlServer) update(w http.ResponseWriter, req *http.Request, l runti
 		replyErr(w, http.StatusBadRequest, "update: name the operator (?operator=NAME)")
 		return
 	}
+	const reason = "api"
+	inputs := map[string]string{"operator": name}
 	if s.file == nil {
-		replyErr(w, http.StatusConflict, "update: the job was not built from a job file")
+		out, err := l.Refuse(runtime.KindUpdate, reason, inputs, fmt.Errorf("update: %w: the job was not built from a job file", runtime.ErrRefused))
+		s.done(w, out, err)
 		return
 	}
 	def, err := s.file.BuildUpdate(s.job, name, body, "request")
-	if err != nil {
-		code := http.StatusBadRequest
-		if errors.Is(err, runtime.ErrRefused) {
-			code = http.StatusConflict
-		}
-		replyErr(w, code, "update %s: %v", name, err)
+	switch {
+	case errors.Is(err, runtime.ErrRefused):
+		// Refused by the job loader's checks (an unknown operator, a
+		// window's size or aggregates changed): recorded as the job's
+		// own refusals are.
+		out, err := l.Refuse(runtime.KindUpdate, reason, inputs, fmt.Errorf("update %s: %w", name, err))
+		s.done(w, out, err)
+		return
+	case err != nil:
+		replyErr(w, http.StatusBadRequest, "update %s: %v", name, err)
 		return
 	}
 	if def.Name != "" {
 		// The operator as the job knows it: NAME may be its path.
 		name = def.Name
 	}
-	out, err := l.Update(req.Context(), name, def, string(body), "api")
+	out, err := l.Update(req.Context(), name, def, string(body), reason)
 	s.done(w, out, err)
+}
+
+// bearer returns the token of an Authorization header that gives one
+// with the Bearer scheme, whose name is case-insensitive (RFC 9110
+// section 11.1).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimLeft(token, " "), true
 }
 
 // done answers a request with its outcome.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -217,6 +218,10 @@ func TestControlRandomCommandsByteIdentical(t *testing.T) {
 // TestControlRefusesMalformed sends malformed and refused requests to a
 // running job whose endpoint wants a token: each gets a clear error, and
 // the job's output is that of a run without control (nothing changed).
+// Every refusal (409) is counted in status.refused and logged as
+// "reconfiguration refused", whether the job loader's checks of an
+// update's body or the running job refused it; malformed requests (400)
+// are not.
 func TestControlRefusesMalformed(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")
@@ -224,6 +229,7 @@ func TestControlRefusesMalformed(t *testing.T) {
 	writeTestFile(t, job, controlJob(dir, "live", "    count: 100000\n    rate: 25000", "value < 900", "value % 7", ""))
 	const token = "s3cret"
 	cr := startControlled(t, job, "--control-addr", "127.0.0.1:0", "--control-token", token)
+	refusals := map[string]int64{}
 	for _, c := range []struct {
 		command, query, body string
 		token                string
@@ -234,6 +240,8 @@ func TestControlRefusesMalformed(t *testing.T) {
 		{"status", "", "", "wrong", http.StatusUnauthorized, "missing or wrong token"},
 		{"scale", "", `{"channels": 3`, token, http.StatusBadRequest, "malformed JSON"},
 		{"scale", "", `{"chanels": 3}`, token, http.StatusBadRequest, `unknown field "chanels"`},
+		{"scale", "", `{"channels": 2}{"x":1}`, token, http.StatusBadRequest, "data after the JSON object, from byte 15 on"},
+		{"scale", "", "{\"channels\": 2}\n[", token, http.StatusBadRequest, "data after the JSON object"},
 		{"frobnicate", "", "", token, http.StatusNotFound, `unknown command "frobnicate"`},
 		{"scale", "", `{"channels": 9}`, token, http.StatusConflict, "scale to 9 channels: this region runs with 1 to 4"},
 		{"scale", "", `{"channels": 0}`, token, http.StatusConflict, "scale to 0 channels"},
@@ -243,6 +251,11 @@ func TestControlRefusesMalformed(t *testing.T) {
 		{"update", "operator=nope", "filter: true", token, http.StatusConflict, `no operator named "nope"`},
 		{"update", "operator=bucket", `{"map": {"b": "value > 3"}}`, token, http.StatusConflict, "changes its output"},
 		{"update", "operator=region.ops[1].window", "window: {size: 2s, aggregates: {n: count}}", token, http.StatusConflict, "would change its state layout"},
+		{"update", "operator=region.ops[1].window", "window: {size: 2s, aggregates: {n: count, total: sum(value), bs: sum(b)}}", token, http.StatusConflict, "size (1s → 2s)"},
+		{"update", "operator=region.ops[1].window", "window: {size: 1s, aggregates: {n: count, total: max(value), bs: sum(b)}}", token, http.StatusConflict, "aggregates ("},
+		{"update", "operator=region.ops[1].window", "window: {size: 1s, local_aggregation: auto, aggregates: {n: count, total: sum(value), bs: sum(b)}}", token, http.StatusConflict, "local_aggregation (off → auto)"},
+		{"update", "operator=keep", "filter: value < 600\nextra: 1", token, http.StatusBadRequest, `request:2:1: unknown field "extra" (expected one of name, filter)`},
+		{"update", "operator=region.ops[1].window", "window: {size: 1s, sise: 2s, aggregates: {n: count}}", token, http.StatusBadRequest, `unknown field "sise" (expected one of key, size, slide,`},
 		{"checkpoint", "", "", token, http.StatusConflict, "no checkpointing"},
 		{"stop", "", `{"savepoint": true}`, token, http.StatusConflict, "needs checkpointing"},
 	} {
@@ -250,13 +263,47 @@ func TestControlRefusesMalformed(t *testing.T) {
 		if code != c.code || !strings.Contains(r.Error, c.want) {
 			t.Errorf("%s %s %q: got %d %q, want %d with %q", c.command, c.query, c.body, code, r.Error, c.code, c.want)
 		}
+		if code == http.StatusConflict {
+			refusals[c.command]++
+			if r.Outcome == nil || r.Outcome.Err != r.Error {
+				t.Errorf("%s %s %q: refused without its log entry: %+v", c.command, c.query, c.body, r.Outcome)
+			}
+		}
+	}
+	// The scheme's name is case-insensitive (RFC 9110 section 11.1).
+	for _, auth := range []string{"bearer " + token, "BEARER " + token, "Bearer " + token} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+cr.addr+"/v1/status", nil)
+		req.Header.Set("Authorization", auth)
+		if resp, err := http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		} else if resp.Body.Close(); resp.StatusCode != http.StatusOK {
+			t.Errorf("Authorization: %s: %d, want 200", strings.Fields(auth)[0], resp.StatusCode)
+		}
+	}
+	// A command that takes POST, asked with GET: 405 and Allow.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+cr.addr+"/v1/scale", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /v1/scale: %d, Allow %q; want 405, Allow POST", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 	code, r := post(t, cr.addr, token, "status", "", "")
 	if code != http.StatusOK || r.Plan == nil {
 		t.Fatalf("status: %d %s", code, r.Error)
 	}
-	if p := r.Plan; p.Channels != 2 || len(p.Counts) != 0 || p.Refused["scale"] != 2 || p.Refused["update"] != 1 {
-		t.Errorf("after refused requests: channels %d, carried out %v, refused %v; want 2 channels, none carried out, 2 scales and 1 update refused by the runtime", p.Channels, p.Counts, p.Refused)
+	if p := r.Plan; p.Channels != 2 || len(p.Counts) != 0 || !maps.Equal(p.Refused, refusals) {
+		t.Errorf("after refused requests: channels %d, carried out %v, refused %v; want 2 channels, none carried out, refused %v (every 409)", p.Channels, p.Counts, p.Refused, refusals)
+	}
+	total := int64(0)
+	for _, n := range refusals {
+		total += n
+	}
+	if n := int64(strings.Count(cr.stderr.String(), `msg="reconfiguration refused"`)); n != total {
+		t.Errorf("%d reconfiguration refused log lines, want one per refusal (%d)", n, total)
 	}
 	if code := <-cr.done; code != 0 {
 		t.Fatalf("exit %d: %s", code, cr.stderr.String())
@@ -290,6 +337,15 @@ func TestControlAddrNeedsToken(t *testing.T) {
 	}
 	if a, err := controlListenAddr(":7000", ""); err != nil || a != "127.0.0.1:7000" {
 		t.Errorf(":7000 binds %q, %v; want 127.0.0.1:7000", a, err)
+	}
+	// Host names are case-insensitive: localhost in any case is loopback.
+	for _, addr := range []string{"localhost:7000", "LOCALHOST:7000", "LocalHost:7000"} {
+		if _, err := controlListenAddr(addr, ""); err != nil {
+			t.Errorf("%s: %v; want loopback, no token needed", addr, err)
+		}
+	}
+	if code, _, stderr := cli(t, "run", job, "--quiet", "--control-addr", "LOCALHOST:0"); code != 0 {
+		t.Errorf("--control-addr LOCALHOST:0 without a token: exit %d, %q; want 0 (loopback)", code, stderr)
 	}
 }
 

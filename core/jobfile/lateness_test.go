@@ -117,6 +117,22 @@ func TestAllowedLatenessSameOutput(t *testing.T) {
 	t.Logf("%d late firings, %d late, %d partly late; %d late without lateness", again, wantRep.Late, wantRep.PartlyLate, zeroRep.Late)
 }
 
+// A record past a window's allowed lateness is dead-lettered as "late:
+// its windows have expired"; without lateness the reason stays "late: its
+// windows have fired", as dead-letter files written before had it.
+func TestAllowedLatenessDeadLetterReason(t *testing.T) {
+	files := map[string]string{"in.csv": latenessInput(5_000)}
+	for _, c := range []struct{ lateness, want, not string }{
+		{"2m", `"reason":"late: its windows have expired"`, "have fired"},
+		{"0s", `"reason":"late: its windows have fired"`, "have expired"},
+	} {
+		_, dead, rep := runFiles(t, files, latenessJob(c.lateness, ""), -1, 1)
+		if rep.Late == 0 || !strings.Contains(dead, c.want) || strings.Contains(dead, c.not) {
+			t.Errorf("allowed_lateness %s: %d late; dead letters want %s, not %q:\n%.300s", c.lateness, rep.Late, c.want, c.not, dead)
+		}
+	}
+}
+
 // A job with allowed lateness killed in its last block (source workers)
 // or after its 500th batch (the single source stage) resumes from its
 // newest checkpoint at another channel count with the output and dead

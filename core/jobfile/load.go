@@ -55,6 +55,9 @@ type File struct {
 	// input, lookup tables, dead-letter file), which its sink must not
 	// replace (see claimFile, checkNotClaimed).
 	files []claimed
+	// root is the type the document decodes into, whose keys an unknown
+	// key's error lists (keysAt); nil: Spec, a whole job file.
+	root reflect.Type
 }
 
 // shift is one replaced ${…} on a line: it starts at column col of the
@@ -380,7 +383,11 @@ func (f *File) keysAt(line, col int) []string {
 		}
 		return nil
 	}
-	return walk(f.ast.Docs[0].Body, reflect.TypeFor[Spec]())
+	root := f.root
+	if root == nil {
+		root = reflect.TypeFor[Spec]()
+	}
+	return walk(f.ast.Docs[0].Body, root)
 }
 
 // mappingPairs returns the key: value pairs of a mapping node (a block or

@@ -258,6 +258,20 @@ func (r *registry[K]) shapeType() reflect.Type {
 	return r.shape
 }
 
+// entryType is the shape of a mapping that names kind name only: the
+// keys common to the role (name) and the kind's own. An update of an
+// operator gives an entry of its kind, so an unknown key's error lists
+// those keys, not every kind's.
+func (r *registry[K]) entryType(name string) reflect.Type {
+	shape := r.shapeType()
+	fields := slices.Clone(r.common)
+	if f, ok := fieldByKey(shape, name); ok {
+		f.Index, f.Offset = nil, 0
+		fields = append(fields, f)
+	}
+	return reflect.StructOf(fields)
+}
+
 // names lists the kinds' job-file keys by rank.
 func (r *registry[K]) names() []string {
 	var names []string

@@ -72,7 +72,7 @@ func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source st
 	oldKind, _, _ := opKinds.chosen(found.spec.ops)
 
 	// The body as a file of its own: positions are the body's.
-	g := &File{Path: source, Dir: f.Dir, Spec: f.Spec, text: string(body)}
+	g := &File{Path: source, Dir: f.Dir, Spec: f.Spec, text: string(body), root: opKinds.entryType(oldKind.name)}
 	if strings.TrimSpace(g.text) == "" {
 		return none, &Error{File: source, Msg: fmt.Sprintf("empty update (expected the operator's entry, e.g. %s: …)", oldKind.name)}
 	}

@@ -579,6 +579,17 @@ func (l Live) RebalanceNow(ctx context.Context, target float64, reason string) (
 	return p, out, nil
 }
 
+// Refuse records a request of kind that the caller refused before it
+// reached the job — the job loader's checks of an update's body (a
+// window's size or aggregates changed, an unknown operator) — as the
+// job's own refusals are recorded: logged ("reconfiguration refused"),
+// counted (Plan.Refused, Counts) and kept in the log. err says why and
+// should wrap ErrRefused; Refuse returns the log entry and err. The job
+// is unchanged. Safe for concurrent use.
+func (l Live) Refuse(kind, reason string, inputs map[string]string, err error) (Outcome, error) {
+	return l.refuse(kind, reason, inputs, err)
+}
+
 // refuse logs and returns a request refused before it was queued.
 func (l Live) refuse(kind, reason string, inputs map[string]string, err error) (Outcome, error) {
 	out := Outcome{Kind: kind, Reason: reason, Inputs: inputs, Position: -1, Err: err.Error()}

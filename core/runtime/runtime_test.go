@@ -1,10 +1,12 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -370,5 +372,38 @@ func TestStampsAndLiveView(t *testing.T) {
 	snap := live.Snapshot()
 	if snap.RecordsIn != rep.RecordsIn || snap.RecordsOut != rep.RecordsOut || live.Channels() != 3 {
 		t.Fatalf("live view after the run: in %d out %d channels %d; report in %d out %d", snap.RecordsIn, snap.RecordsOut, live.Channels(), rep.RecordsIn, rep.RecordsOut)
+	}
+}
+
+// A request refused before it reached the job (Live.Refuse: the job
+// loader's checks of an update) is recorded as the job's own refusals
+// are: counted in Plan.Refused and the report, kept in the log, logged.
+func TestRefuseRecorded(t *testing.T) {
+	job, err := windowJob(genRecords(2000, 30, 4), 2, &memSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	job.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	var live runtime.Live
+	var out runtime.Outcome
+	var rerr error
+	job.OnStart = func(l runtime.Live) {
+		live = l
+		out, rerr = l.Refuse(runtime.KindUpdate, "api", map[string]string{"operator": "win"}, fmt.Errorf("update win: %w: size (1s → 2s)", runtime.ErrRefused))
+	}
+	rep, err := runtime.Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(rerr, runtime.ErrRefused) || out.Kind != runtime.KindUpdate || out.Err != rerr.Error() {
+		t.Fatalf("Refuse returned %+v, %v", out, rerr)
+	}
+	p := live.Plan()
+	if p.Refused[runtime.KindUpdate] != 1 || rep.Refused[runtime.KindUpdate] != 1 || len(p.Log) != 1 || p.Log[0].Err != rerr.Error() {
+		t.Fatalf("plan refused %v, log %+v; report refused %v; want the update once", p.Refused, p.Log, rep.Refused)
+	}
+	if !strings.Contains(logged.String(), `msg="reconfiguration refused" kind=update reason=api operator=win err="update win: refused: size (1s → 2s)"`) {
+		t.Fatalf("log:\n%s", logged.String())
 	}
 }

@@ -360,6 +360,9 @@ func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, 
 	// The record's pane, and the last window containing it.
 	start, next, lastEnd := w.g.pane(t)
 	if lastEnd-1 <= w.late { // every window of the pane has expired
+		if w.lateness > 0 {
+			return w.env.Errors.ExpiredRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
+		}
 		return w.env.Errors.LateRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
 	}
 	if next-1 <= w.late { // its first windows have expired, not all
