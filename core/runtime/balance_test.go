@@ -47,8 +47,11 @@ func TestRebalanceStepsKeepOutput(t *testing.T) {
 		seeds = []uint64{1, 2, 3, 4, 5, 6}
 	}
 	for _, seed := range seeds {
-		for _, m := range []int{-1, 1, 2, 3} {
+		for i, m := range []int{-1, 1, 2, 3} {
 			for _, n := range []int{2, 3} {
+				if !tier.Long() && (i+n+int(seed))%2 != 0 {
+					continue // the fast tier: half of the grid, each seed the other half
+				}
 				got, rep, letters := run(m, n, seed)
 				name := fmt.Sprintf("%d workers, %d channels, seed %d", m, n, seed)
 				if rep.Rebalance == nil || rep.Rebalance.Steps < 5 || rep.Rescales != 0 {
