@@ -140,13 +140,15 @@ func TestAllowedLatenessDeadLetterReason(t *testing.T) {
 }
 
 // A job with allowed lateness killed in its last block (source workers)
-// or after its 500th batch (the single source stage) resumes from its
+// or after its 500th batch (200th in the fast tier; the single source
+// stage) resumes from its
 // newest checkpoint at another channel count with the output and dead
 // letters of a run that was never killed: the windows kept for late
 // records are in the checkpoint and restore into whichever channel owns
 // their key group.
 func TestAllowedLatenessRestore(t *testing.T) {
-	files := map[string]string{"in.csv": latenessInput(400_000)}
+	// About 17 bytes a record, 1 MiB blocks: 7 blocks, 3 in the fast tier.
+	files := map[string]string{"in.csv": latenessInput(tier.Pick(150_000, 400_000))}
 	job := latenessJob("2m", "checkpoint: {dir: ck, interval: 1h}\n")
 	want, wantDead, _ := runFiles(t, files, job, 2, 2)
 	for _, m := range []int{-1, 2} {
@@ -176,11 +178,11 @@ func TestAllowedLatenessRestore(t *testing.T) {
 			}
 			crash := !restored && attempt < 5
 			if crash && m < 0 {
-				j.Source = &crashNext{Source: j.Source, n: 500}
+				j.Source = &crashNext{Source: j.Source, n: tier.Pick(200, 500)}
 			} else if crash {
 				sp := j.Source.(core.Splittable)
-				if sp.Blocks() < 5 {
-					t.Fatalf("%d blocks, want 5 or more", sp.Blocks())
+				if want := tier.Pick(3, 5); sp.Blocks() < want {
+					t.Fatalf("%d blocks, want %d or more", sp.Blocks(), want)
 				}
 				j.Source = &crashAfterCheckpoint{Splittable: sp, at: sp.Blocks() - 1, dir: filepath.Join(dir, "ck")}
 			}
