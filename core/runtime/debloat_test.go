@@ -174,8 +174,10 @@ func TestCheckpointsUnderBackpressureAndAfterEnd(t *testing.T) {
 	}
 	// The barrier waited behind what the debloated ring held when it came
 	// due: about 4 s of the gate's throughput (2 slots, a batch and its
-	// watermark, a second), with a margin; a full ring holds ~30 batches.
-	if behind := at - 60; behind > 8 {
+	// watermark, a second), with a margin for where the producer's
+	// measuring windows fell (10 seen once on a loaded VM); a full ring
+	// holds ~30 batches.
+	if behind := at - 60; behind > 12 {
 		t.Errorf("the barrier due after batch 60 reached the operator after batch %d: %d batches behind", at, behind)
 	}
 	t.Logf("checkpoint 1: due after batch 60, reached the operator after batch %d", at)
