@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -59,33 +60,8 @@ func TestExchangeCheckpointsUnderBackpressure(t *testing.T) {
 		job.Source, job.SourceParallelism = fixedBlocks(recs, perBlock), m
 		job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
 		job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now}
-		var live atomic.Pointer[runtime.Live]
-		job.OnStart = func(l runtime.Live) { live.Store(&l) }
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { _, err := runtime.Run(ctx, job); done <- err }()
-		stop := func() {
-			cancel()
-			close(g.finish)
-			close(g.release)
-			<-done
-		}
-		waitFor(t, "the job to start", func() bool { return live.Load() != nil })
-		l := *live.Load()
-		released := int64(0)
-		// step moves the clock 1 s and lets the gate take one batch, once
-		// channel 0's rings hold debloating's minimum: the gate never
-		// waits for the workers, the workers always for the gate.
-		step := func() {
-			waitFor(t, "the workers to fill the rings", func() bool { return l.RingLen()[0] >= 4 })
-			clock.add(time.Second)
-			select {
-			case g.release <- struct{}{}:
-				released++
-			case err := <-done:
-				t.Fatalf("%d workers: the job ended after %d batches: %v", m, released, err)
-			}
-		}
+		r := startGated(t, fmt.Sprint(m, " workers"), job, g, clock)
+		l := r.l
 		// Each checkpoint comes due one interval after the last completed
 		// (or the start), by the clock, which stands still from when the
 		// test sees a barrier at the gate until the checkpoint is counted:
@@ -97,14 +73,7 @@ func TestExchangeCheckpointsUnderBackpressure(t *testing.T) {
 		due := secs
 		var last *snapshot.Checkpoint
 		for k := uint64(1); k <= 4; k++ {
-			var at int64
-			for at = -1; at < 0; {
-				select {
-				case at = <-g.barriers:
-				default:
-					step()
-				}
-			}
+			at := r.untilBarrier()
 			waitFor(t, "the checkpoint", func() bool { return l.Snapshot().Checkpoints == int64(k) })
 			if last, _, err = store.Latest(); err != nil || last.Meta.ID != k {
 				t.Fatalf("checkpoint %d: the store's newest is %v (%v)", k, last, err)
@@ -120,7 +89,7 @@ func TestExchangeCheckpointsUnderBackpressure(t *testing.T) {
 		if last.Meta.Sources["block_records"] == 0 {
 			t.Errorf("%d workers: the last checkpoint is at a block's start (%v): not the case this test is for", m, last.Meta.Sources)
 		}
-		stop()
+		r.stop()
 
 		// Restore from the last checkpoint, inside a block, with 3 workers
 		// and 2 channels.
@@ -168,39 +137,13 @@ func TestFirstCheckpointsUnderBackpressure(t *testing.T) {
 	// and takes the gathered one itself depends on timing).
 	job.BatchLinger = -1
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now}
-	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(ctx, job); done <- err }()
-	defer func() {
-		cancel()
-		close(g.finish)
-		close(g.release)
-		<-done
-	}()
-	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
-	l := *live.Load()
-	step := func() {
-		waitFor(t, "the source to fill the ring", func() bool { return l.RingLen()[0] >= 4 })
-		clock.add(time.Second)
-		select {
-		case g.release <- struct{}{}:
-		case err := <-done:
-			t.Fatalf("the job ended: %v", err)
-		}
-	}
+	r := startGated(t, "single source stage", job, g, clock)
+	defer r.stop()
+	l := r.l
 	secs := int64(interval / time.Second)
 	due := secs
 	for k := uint64(1); k <= 5; k++ {
-		var at int64
-		for at = -1; at < 0; {
-			select {
-			case at = <-g.barriers:
-			default:
-				step()
-			}
-		}
+		at := r.untilBarrier()
 		waitFor(t, "the checkpoint", func() bool { return l.Snapshot().Checkpoints == int64(k) })
 		t.Logf("checkpoint %d due after batch %d reached the gate after batch %d", k, due, at)
 		if behind := at - due; behind > 2*secs-1 {
@@ -233,34 +176,13 @@ func TestExchangeControlCheckpointInsideBlock(t *testing.T) {
 	job.Source, job.SourceParallelism = src, 2
 	job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Hour, Now: clock.now}
-	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(ctx, job); done <- err }()
-	defer func() {
-		cancel()
-		close(g.finish)
-		close(g.release)
-		<-done
-	}()
-	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
-	l := *live.Load()
-	released := int64(0)
-	step := func() {
-		waitFor(t, "the workers to fill the rings", func() bool { return l.RingLen()[0] >= 4 })
-		clock.add(time.Second)
-		select {
-		case g.release <- struct{}{}:
-			released++
-		case err := <-done:
-			t.Fatalf("the job ended: %v", err)
-		}
-	}
+	r := startGated(t, "2 workers", job, g, clock)
+	defer r.stop()
+	l := r.l
 	for range 40 {
-		step()
+		r.step()
 	}
-	asked := released
+	asked := r.released
 	type answer struct {
 		out runtime.Outcome
 		err error
@@ -273,14 +195,7 @@ func TestExchangeControlCheckpointInsideBlock(t *testing.T) {
 		ans <- answer{out, err}
 	}()
 	<-started
-	var at int64
-	for at = -1; at < 0; {
-		select {
-		case at = <-g.barriers:
-		default:
-			step()
-		}
-	}
+	at := r.untilBarrier()
 	a := <-ans
 	if a.err != nil {
 		t.Fatal(a.err)
@@ -308,4 +223,68 @@ func TestExchangeControlCheckpointInsideBlock(t *testing.T) {
 	if want := src.BlockStart(int(a.out.Block)) + a.out.Record; a.out.Position != want || c.Meta.Sources["source"] != want {
 		t.Errorf("position %d answered, %d recorded, want %d", a.out.Position, c.Meta.Sources["source"], want)
 	}
+}
+
+// gatedRun is a job whose slow operator is a gate (newGate) that the test
+// opens one batch at a time while a scripted clock moves 1 s per batch.
+type gatedRun struct {
+	t        *testing.T
+	name     string
+	l        runtime.Live
+	g        *gateCtl
+	clock    *manualClock
+	done     chan error
+	cancel   context.CancelFunc
+	released int64 // batches the gate has taken
+}
+
+// startGated runs job (whose region starts with g's gate and whose
+// checkpoints read clock) and returns once it has started.
+func startGated(t *testing.T, name string, job *runtime.Job, g *gateCtl, clock *manualClock) *gatedRun {
+	t.Helper()
+	var live atomic.Pointer[runtime.Live]
+	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &gatedRun{t: t, name: name, g: g, clock: clock, done: make(chan error, 1), cancel: cancel}
+	go func() { _, err := runtime.Run(ctx, job); r.done <- err }()
+	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
+	r.l = *live.Load()
+	return r
+}
+
+// step moves the clock 1 s and lets the gate take one batch, once channel
+// 0's rings hold debloating's minimum: the gate never waits for the
+// producers, the producers always for the gate.
+func (r *gatedRun) step() {
+	r.t.Helper()
+	waitFor(r.t, "the producers to fill the rings", func() bool { return r.l.RingLen()[0] >= 4 })
+	r.clock.add(time.Second)
+	select {
+	case r.g.release <- struct{}{}:
+		r.released++
+	case err := <-r.done:
+		r.t.Fatalf("%s: the job ended after %d batches: %v", r.name, r.released, err)
+	}
+}
+
+// untilBarrier steps until a barrier reaches the gate and returns the
+// batches the gate had taken then.
+func (r *gatedRun) untilBarrier() int64 {
+	r.t.Helper()
+	for {
+		select {
+		case at := <-r.g.barriers:
+			return at
+		default:
+			r.step()
+		}
+	}
+}
+
+// stop cancels the job, opens the gate and waits for the run to end.
+func (r *gatedRun) stop() {
+	r.cancel()
+	close(r.g.finish)
+	close(r.g.release)
+	<-r.done
 }
