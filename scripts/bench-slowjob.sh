@@ -76,7 +76,7 @@ sink:
   csv: {path: $work/out-region.csv}
 checkpoint: {dir: $work/ck-region, interval: 1s, retain: 2}
 YAML
-  "$work/streamd" run "$work/region.yaml" 2>"$work/region.log" >/dev/null
+  "$work/streamd" run "$work/region.yaml" 2>"$work/region.log" >/dev/null; [ -n "${KEEPLOG:-}" ] && cp "$work/region.log" "$KEEPLOG"
   echo "region lookup, ${DELAY:-10ms}–${DELAY_MAX:-40ms}: $(sed -nE 's/.*\(([0-9]+) records\/s\).*/\1/p' "$work/region.log" | head -1) records/s"
   echo "  $(grep -h '^checkpoints:' "$work/region.log" || echo 'checkpoints: none')"
   exit 0

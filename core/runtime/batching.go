@@ -153,7 +153,7 @@ func (s *splitter) open(c int) *core.Batch {
 // keep puts channel c's gathered batch p back in its slot, or sends it if
 // it is full.
 func (s *splitter) keep(c int, p *core.Batch) error {
-	if p.Len >= core.BatchSize || len(p.Marks) >= maxMarks {
+	if p.Len >= s.full(c) || len(p.Marks) >= maxMarks {
 		return s.send(c, p)
 	}
 	p.Queued = s.rings[c].Pushed()
@@ -211,6 +211,22 @@ func (s *splitter) settle() error {
 	return nil
 }
 
+// full is how many records channel c's gathered batch holds when it is
+// full: core.BatchSize, or the piece decided for c when the splitter's
+// debloater cuts (cut.go), or s.force, so that gathering does not undo
+// the pieces.
+func (s *splitter) full(c int) int {
+	if s.force > 0 {
+		return s.force
+	}
+	if s.db != nil && c < len(s.db.pieces) {
+		if p := int(s.db.pieces[c].Load()); p > 0 {
+			return p
+		}
+	}
+	return core.BatchSize
+}
+
 // lastAt is where the last segment of gathered batch p starts: the offset
 // of its last mark, 0 without marks.
 func lastAt(p *core.Batch) int {
@@ -237,7 +253,7 @@ func (s *splitter) gatherBatch(c int, b *core.Batch) error {
 		p.Release()
 		p = b
 		s.piece(c)
-	case p.Len+b.Len > core.BatchSize:
+	case p.Len+b.Len > s.full(c):
 		if err := s.send(c, p); err != nil {
 			b.Release()
 			return err

@@ -92,6 +92,11 @@ type barrierInfo struct {
 	// source stage.
 	block, record int64
 	maxTime       int64 // the largest event time seen (watermark generator state)
+	// inPiece, for a barrier a source worker sends between two pieces of
+	// a source batch (cut.go), says that pieceMax is the largest event
+	// time of the block up to that batch's end, which maxTime takes.
+	inPiece  bool
+	pieceMax int64
 	// maxTimes, for a union, is each input's largest event time
 	// (inputTimes.String); "" otherwise.
 	maxTimes string

@@ -95,6 +95,34 @@ type debloater struct {
 	// the time it waited for input (ns on now's clock: exchange.starved),
 	// by channel; nil for other producers.
 	starved []atomic.Int64
+	// tallies, for a splitter's debloater (countPieces), are the records
+	// and data slots pushed to each ring, by ring, so that its
+	// controllers measure the channels' throughput in records and decide
+	// pieces (debloat.Controller.Piece); nil for other producers.
+	tallies []tally
+	// pieces, with tallies, is each channel's piece decided last, in
+	// records (0: none), by ring index: the source workers' exchange.pieces,
+	// shared by every worker, or the single source stage's own.
+	pieces []atomic.Int32
+}
+
+// pieceLeast is the smallest piece a splitter cuts (records): below it a
+// slot's fixed costs (a ring slot, the channel's loop, the operators'
+// per-batch work) would dominate whatever the consumer's cost model says.
+const pieceLeast = 16
+
+// tallySpare is how many entries a tally has beyond its ring's capacity.
+const tallySpare = 3
+
+// tally is the records and data slots pushed to one ring, by push:
+// entry k % len is the running totals after push k. A ring holds at
+// most its capacity, so with capacity + tallySpare entries the entry of
+// the push before the last one the consumer took (Popped − 2, done) is
+// never overwritten before it is read, the push being counted included.
+// Two stores per push; read on the slow path only.
+type tally struct {
+	recs, data   []uint64
+	nrecs, ndata uint64
 }
 
 // newDebloater returns a debloater for rings of the run's size, or nil
@@ -149,11 +177,56 @@ func slowStart[T any](job *Job, rg *ring.SPSC[T], floor int) {
 // reset forgets what was measured: the producer pushes to other rings
 // from now on (a live change). Rings it keeps keep their limit until the
 // next decision.
-func (d *debloater) reset() { clear(d.ctl) }
+func (d *debloater) reset() {
+	clear(d.ctl)
+	for i := range d.tallies {
+		d.tallies[i] = tally{}
+	}
+}
+
+// countPieces makes d, a splitter's debloater, count what it pushes to
+// each ring and decide pieces (cut.go) into pieces, by ring index.
+func (d *debloater) countPieces(pieces []atomic.Int32) {
+	d.tallies, d.pieces = []tally{}, pieces
+}
+
+// count adds b, about to be pushed to rg (ring i), to the ring's tally.
+func (d *debloater) count(i int, rg *ring.SPSC[*core.Batch], b *core.Batch) {
+	if i >= len(d.tallies) {
+		d.tallies = append(d.tallies, make([]tally, i+1-len(d.tallies))...)
+	}
+	t := &d.tallies[i]
+	if n := rg.Cap() + tallySpare; len(t.recs) != n {
+		*t = tally{recs: make([]uint64, n), data: make([]uint64, n)}
+	}
+	if b.Kind == core.Data && b.Len > 0 {
+		t.nrecs += uint64(b.Len)
+		t.ndata++
+	}
+	k := rg.Pushed() % uint64(len(t.recs))
+	t.recs[k], t.data[k] = t.nrecs, t.ndata
+}
+
+// done is the data slots and records the consumer of ring i has
+// finished, popped being its count of slots taken: those of the first
+// popped − 1 pushes (it works on the last one it took; the time between
+// two of its pops is the time of the first one's slot) — 0, 0 without a
+// tally.
+func (d *debloater) done(i int, popped uint64) (data, recs uint64) {
+	if i >= len(d.tallies) || popped < 2 || len(d.tallies[i].recs) == 0 {
+		return 0, 0
+	}
+	t := &d.tallies[i]
+	k := (popped - 2) % uint64(len(t.recs))
+	return t.data[k], t.recs[k]
+}
 
 // push is sc.push(rg, b), rg being the producer's ring i, with rg's
 // effective capacity updated after a push that waited.
 func (d *debloater) push(sc *stageCPU, i int, rg *ring.SPSC[*core.Batch], b *core.Batch) (blockedNs int64, err error) {
+	if d.tallies != nil {
+		d.count(i, rg, b)
+	}
 	if rg.TryPush(b) {
 		return 0, nil
 	}
@@ -190,8 +263,13 @@ func observe[T any](d *debloater, i int, rg *ring.SPSC[T], t0 int64) {
 	if i < len(d.starved) {
 		starved = d.starved[i].Load()
 	}
-	limit := c.ObserveStarved(t1, rg.Popped(), t1-t0, starved)
+	popped := rg.Popped()
+	data, recs := d.done(i, popped)
+	limit := c.ObserveRecords(t1, popped, data, recs, t1-t0, starved)
 	rg.SetLimit(limit)
+	if i < len(d.pieces) && d.tallies != nil {
+		d.pieces[i].Store(int32(c.Piece()))
+	}
 	if i < len(d.shared) {
 		d.shared[i].Store(int32(limit))
 	}
@@ -207,6 +285,9 @@ func (d *debloater) controller(i, size, limit int) *debloat.Controller {
 	c := &d.ctl[i]
 	if c.Target == 0 {
 		*c = debloat.Controller{Target: int64(d.target), Min: min(d.floor, size), Max: size}
+		if d.tallies != nil {
+			c.Slot, c.Least = core.BatchSize, pieceLeast
+		}
 		if limit < size {
 			c.Seed(limit)
 		}

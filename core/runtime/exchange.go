@@ -188,6 +188,16 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			// uninterrupted run's did.
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
 				bi.maxTime, bi.wm = max(in.prevMax, in.blockMax), in.lastWM
+				if bi.inPiece {
+					// Between two pieces of a batch (cut.go): the batch's
+					// largest event time, whose candidate comes after its
+					// last piece.
+					bi.maxTime = max(bi.maxTime, bi.pieceMax)
+					if in.times != nil {
+						in.times.at(in.b)
+						in.times.see(bi.pieceMax)
+					}
+				}
 				if in.times != nil {
 					bi.maxTimes = in.times.String()
 				}
@@ -347,7 +357,11 @@ type exchange struct {
 	// up: no backpressure); now is nil when debloating is off.
 	limits  []atomic.Int32
 	starved []atomic.Int64
-	now     func() int64
+	// pieces is the piece last decided for each channel's rings, in
+	// records (0: none), by channel: every worker cuts its batches by it
+	// (cut.go).
+	pieces []atomic.Int32
+	now    func() int64
 	// floor is the first block a barrier may go in: the block of the
 	// newest change of logic (its JSON is in every later barrier's
 	// updates, so no barrier may come before it).
@@ -472,7 +486,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, mid: -1, floor: r.startBlock, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
 	x.midReq.Store(-1)
 	x.turn = sync.NewCond(&x.lettersMu)
-	x.limits = make([]atomic.Int32, r.maxChannels)
+	x.limits, x.pieces = make([]atomic.Int32, r.maxChannels), make([]atomic.Int32, r.maxChannels)
 	x.starved, x.now = make([]atomic.Int64, r.maxChannels), r.debloatClock()
 	x.r, x.atEnd = r, map[int]bool{}
 	x.started.Store(int64(r.startBlock) - 1)
@@ -514,11 +528,13 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
+	sp.force = r.job.forcePieces
 	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
 	if sp.db = r.newDebloater(); sp.db != nil {
 		sp.db.shared, sp.db.starved = x.limits, x.starved
+		sp.db.countPieces(x.pieces)
 	}
 	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
 		return nil, err
@@ -840,7 +856,12 @@ func (x *exchange) takeBarrier(b int) *barrierInfo {
 // the merger aligns as any marker. The checkpoint records (b, n) and the
 // state the channels hold there; a restore starts the workers at b, and
 // b's worker drops its first n records (sourceWorker).
-func (r *run) midBarrier(w *srcWorker, b int, n int64) error {
+//
+// Between two pieces of a source batch (cut.go), pieceMax is the largest
+// event time of the block up to the batch's end (the watermark
+// candidate the batch will send), which the checkpoint records as the
+// watermark generator's state: core.NoTime at a batch's end.
+func (r *run) midBarrier(w *srcWorker, b int, n, pieceMax int64) error {
 	x := r.x
 	x.mu.Lock()
 	if r.ctl.queued.Load() != 0 {
@@ -856,7 +877,15 @@ func (r *run) midBarrier(w *srcWorker, b int, n int64) error {
 	if info == nil {
 		return nil
 	}
-	return r.sendBarrier(w, info, b, n)
+	return r.sendBarrier(w, info, b, n, pieceMax)
+}
+
+// barrierDue is whether worker code reading block cur should look for a
+// barrier to send (midBarrier): one is requested in cur, or a checkpoint
+// may be due by the clock, or the control plane has a request. An atomic
+// load or two per batch.
+func (r *run) barrierDue(cur int) bool {
+	return r.x.midReq.Load() == int64(cur) || r.ck != nil && (r.ck.dueByClock() || r.ctl.queued.Load() != 0)
 }
 
 // endBlock is what worker w does when it has read block b to its end:
@@ -872,14 +901,16 @@ func (r *run) endBlock(w *srcWorker, b int) error {
 	if info == nil {
 		return nil
 	}
-	return r.sendBarrier(w, info, b+1, 0)
+	return r.sendBarrier(w, info, b+1, 0, core.NoTime)
 }
 
 // sendBarrier sends checkpoint info's barrier from worker w, at position
-// (block b, n records of it), after everything w has routed.
-func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n int64) error {
+// (block b, n records of it), after everything w has routed; pieceMax as
+// midBarrier's.
+func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n, pieceMax int64) error {
 	x := r.x
 	info.block, info.record = int64(b), n
+	info.inPiece, info.pieceMax = pieceMax != core.NoTime, pieceMax
 	if _, counted := x.src.(core.BlockStarts); counted || b == 0 {
 		info.position = x.recordsBefore(b) + n
 	}
@@ -1125,12 +1156,13 @@ func (r *run) sourceWorker(w *srcWorker) {
 				b.Release()
 				return nil
 			}
-			for i := int(k); i < b.Len; i++ { // cannot happen with the batches of Next
+			for i := int(k); i < b.Len; i++ { // a checkpoint between two pieces (cut.go)
 				b.Move(i-int(k), i)
 			}
 			b.Truncate(b.Len - int(k))
 		}
 		read += int64(b.Len)
+		n0 := b.Len
 		var err error
 		if maxT, err = r.admit(b, sc, maxT, w.errs, w.ahead); err != nil {
 			b.Release()
@@ -1141,7 +1173,26 @@ func (r *run) sourceWorker(w *srcWorker) {
 			return nil
 		}
 		stamp := b.Stamp
-		if err := w.chain.Push(b); err != nil {
+		if k := sp.cutSize(); k > 0 && b.Len > k && w.errs.Held() == 0 {
+			// Pieces (cut.go), for a batch without dead letters (the
+			// merger writes a worker's after every record it was routed
+			// with: in position order only if that is the whole batch). A
+			// barrier between two only when the pieces' records are the
+			// block's as read (none failed event time or max_ahead), so
+			// that its position counts them, and without max_ahead (a
+			// restore there would judge the rest of the batch by the
+			// median of the rest).
+			exact := b.Len == n0 && w.ahead == nil
+			err = pushPieces(b, k, w.chain.Push, func(rest int) error {
+				if !exact || !r.barrierDue(cur) {
+					return nil
+				}
+				return r.midBarrier(w, cur, read-int64(rest), maxT)
+			})
+		} else {
+			err = w.chain.Push(b)
+		}
+		if err != nil {
 			return err
 		}
 		if maxT != core.NoTime {
@@ -1154,8 +1205,8 @@ func (r *run) sourceWorker(w *srcWorker) {
 				return err
 			}
 		}
-		if x.midReq.Load() == int64(cur) || r.ck != nil && (r.ck.dueByClock() || r.ctl.queued.Load() != 0) {
-			return r.midBarrier(w, cur, read)
+		if r.barrierDue(cur) {
+			return r.midBarrier(w, cur, read, core.NoTime)
 		}
 		return nil
 	}
@@ -1178,7 +1229,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 			w.errs.Mute()
 		}
 		if x.midReq.Load() == int64(b) { // requested before the block's first record
-			if err = r.midBarrier(w, b, skip); err != nil {
+			if err = r.midBarrier(w, b, skip, core.NoTime); err != nil {
 				break
 			}
 		}

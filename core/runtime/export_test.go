@@ -34,3 +34,8 @@ func (l Live) OutputRingLen() (in, out []int) {
 	}
 	return in, out
 }
+
+// ForcePieces makes job's source stage or workers cut every source batch
+// into pieces of k records per channel (cut.go), with or without
+// backpressure: a test knob.
+func ForcePieces(job *Job, k int) { job.forcePieces = k }

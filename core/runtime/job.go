@@ -85,6 +85,11 @@ type Job struct {
 	// only Len and Stamp; with a sink of parts every part's worker calls
 	// it, concurrently.
 	OnSink func(*core.Batch)
+
+	// forcePieces, when > 0, makes the stage that reads the source cut
+	// every batch into pieces of that many records per channel, measured
+	// or not (cut.go): a test knob (ForcePieces in export_test.go).
+	forcePieces int
 }
 
 // EventTime says where records' event time comes from and how watermarks

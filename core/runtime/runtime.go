@@ -508,7 +508,10 @@ func (r *run) build() error {
 			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.tableNow.Store(r.splitter.table)
 			r.splitter.cpu = r.srcCPU
-			r.splitter.db = r.newDebloater()
+			r.splitter.force = job.forcePieces
+			if r.splitter.db = r.newDebloater(); r.splitter.db != nil {
+				r.splitter.db.countPieces(make([]atomic.Int32, r.maxChannels))
+			}
 			if lg := batchLinger(job); lg > 0 {
 				r.splitter.gatherOn(lg, r.clock())
 			}
@@ -761,7 +764,26 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 	// once (it reads the loop's variables when called), so that the loop
 	// allocates no closure per batch.
 	barrier := func() error {
-		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times)
+		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, 0)
+	}
+	// Pieces (cut.go): between two pieces of a batch, a barrier due by
+	// the clock goes there when inPieces allows it — the batch's records
+	// as read (none failed event time or max_ahead), a source whose
+	// batches follow the clock (a restore there re-reads the rest of the
+	// batch in other batches, as any restore of such a source does), not
+	// a union and not a core.Resumer (whose state is a batch's end).
+	var inPieces bool
+	piecesBarriers := replay != nil && liveInput(replay.Source) && times == nil && ahead == nil
+	if replay != nil {
+		if _, resumer := replay.Source.(core.Resumer); resumer {
+			piecesBarriers = false
+		}
+	}
+	between := func(rest int) error {
+		if !inPieces || r.ck == nil || !r.ck.due() {
+			return nil
+		}
+		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, int64(rest))
 	}
 	for {
 		if sp := r.splitter; sp != nil && sp.gather != nil {
@@ -784,6 +806,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 			if times != nil && b.Len > 0 {
 				pos0 = b.Pos[0]
 			}
+			n0 := b.Len
 			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors, ahead); err != nil {
 				b.Release()
 				break
@@ -793,7 +816,13 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 				continue
 			}
 			stamp = b.Stamp
-			if err = pre.Push(b); err != nil {
+			if k := r.splitter.cutSize(); k > 0 && b.Len > k {
+				inPieces = piecesBarriers && b.Len == n0
+				err = pushPieces(b, k, pre.Push, between)
+			} else {
+				err = pre.Push(b)
+			}
+			if err != nil {
 				break
 			}
 			wm, ok := maxT-bound-1, maxT != core.NoTime
@@ -869,13 +898,16 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 
 // injectBarrier starts the next checkpoint: a barrier after every record
 // the source stage has pushed, recording the replay position (records
-// read) and the watermark generator's state.
-func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes) error {
+// read, less back: the records of the batch being cut into pieces that
+// come after the barrier, cut.go) and the watermark generator's state
+// (between pieces, maxT is the whole batch's, as the exchange's
+// midBarrier records).
+func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes, back int64) error {
 	r.ck.epoch++
 	r.ck.begin(r.ck.epoch)
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp = r.ck.epoch, stamp
-	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position(), block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position() - back, block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
 	info.updates = r.updatesText
 	if times != nil {
 		info.maxTimes = times.String()
@@ -908,7 +940,7 @@ func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Repl
 	}
 	for wait := 50 * time.Microsecond; r.draining(); wait = min(2*wait, 5*time.Millisecond) {
 		if r.ck.dueByClock() {
-			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times); err != nil {
+			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times, 0); err != nil {
 				return err
 			}
 		}

@@ -70,6 +70,9 @@ type splitter struct {
 	linger int64
 	now    func() int64
 	in     *core.Schema
+	// force, when > 0, is the piece every channel gets whatever is
+	// measured (cut.go; a test knob: Job.forcePieces).
+	force int
 }
 
 func newSplitter(rings []*ring.SPSC[*core.Batch], in *core.Schema, r *Region, maxChannels int) (*splitter, error) {

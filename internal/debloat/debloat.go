@@ -34,6 +34,35 @@ import "math"
 // anything was measured; without backpressure the doublings take the
 // limit to Max within log2(Max/seed) windows.
 //
+// Bound in records (Piece): a slot holds up to Slot records (a batch), so
+// at a consumer slow per record even Min slots can hold many times the
+// target. With Slot set the producer also tells the consumer's counts of
+// data slots and records taken (ObserveRecords), and each window under
+// backpressure also decides the piece: the most records a data slot
+// should hold for Min slots to take about Target (Flink's FLIP-183
+// debloats the buffer size for the same reason). The producer cuts what
+// it pushes into pieces of that size.
+//
+// Cutting helps only where a slot's time grows with its records. The
+// controller decides once per sample (windows under backpressure
+// holding at least 4 data slots or spanning 8 targets): it fits the time
+// of a data slot as a + b × its records (a: the consumer's cost per
+// slot, b: per record) from two samples whose slots held numbers of
+// records at least 1.5 apart, or, before it has two, takes a = 0 (all
+// of it per record). The piece is then
+//
+//	(Target/Min − a) ÷ b   records, at least max(4a/b, Least, x/4),
+//
+// x being the records per slot of the sample: a piece's cost per slot
+// is at most a quarter of its records' (cutting costs at most a fifth of
+// the throughput), and a decision cuts at most four times finer than the
+// sample, so that a consumer whose cost is per slot (b ≈ 0, which the
+// next sample's fit shows) is cut for one sample only. A piece of Slot
+// or more is none (0: whole batches). Windows without backpressure
+// double it. A fit holds for 32 samples (forget), then the cost is taken
+// as per record again: a consumer whose cost changes is probed again
+// (one sample cut, every 32 while the cost per slot dominates).
+//
 // Only the producer calls it; it is not safe for concurrent use.
 type Controller struct {
 	// Target is the time a full ring should take to drain, ns (> 0).
@@ -43,6 +72,11 @@ type Controller struct {
 	Min, Max int
 	// Window is the shortest measurement window, ns (0: Target).
 	Window int64
+	// Slot, when > 0, is the most records a data slot holds, and turns on
+	// the bound in records (ObserveRecords, Piece); 0: slots only.
+	Slot int
+	// Least is the smallest piece, records (0: 1).
+	Least int
 
 	started bool
 	t0      int64  // the window's start, ns
@@ -50,7 +84,34 @@ type Controller struct {
 	blocked int64  // ns the producer was blocked in the window
 	starved int64  // the consumer's starved total at t0 (ObserveStarved)
 	limit   int
+
+	// The bound in records: the consumer's counts at t0, the piece
+	// decided (0: none), the last window's records and ns per data slot
+	// (px 0: none) and the fitted cost per slot and per record, ns.
+	data0, recs0 uint64
+	piece        int
+	px, py       float64
+	a, b         float64
+	fitted       bool
+	age          int // samples since the last fit
+	// The sample being gathered: data slots, records and ns of the
+	// windows under backpressure since the last decision of the piece.
+	ss, sr, sd float64
 }
+
+// A sample (the windows one decision of the piece is made from) holds
+// at least sampleSlots data slots or spans sampleTargets targets: a
+// slot's time is noisy (a lookup's latency), and one window may hold a
+// single slot.
+const (
+	sampleSlots   = 4
+	sampleTargets = 8
+)
+
+// forget is how many samples a fit holds before the controller takes
+// the cost as per record again (and so probes, when cutting would
+// follow).
+const forget = 32
 
 // Observe takes, after a push that waited: now (ns, the caller's clock),
 // popped (the consumer's total count of values taken from the ring) and
@@ -69,10 +130,23 @@ func (c *Controller) Observe(now int64, popped uint64, blockedNs int64) int {
 // block at a time), so what it took from this one is no measure of its
 // throughput.
 func (c *Controller) ObserveStarved(now int64, popped uint64, blockedNs, starvedNs int64) int {
+	return c.ObserveRecords(now, popped, 0, 0, blockedNs, starvedNs)
+}
+
+// ObserveRecords is ObserveStarved for a producer that also knows data
+// and records: the consumer's running totals of data slots (slots holding
+// records) and of records it has finished: those of the slots it took
+// before the one it works on, so that a window's time and its slots
+// match (with a few slots a window, the slot in hand would skew both). With Slot set, the
+// decisions also set Piece. A producer whose slots' sizes vary cannot
+// derive them from popped; the runtime counts its pushes
+// (runtime/debloat.go, tally).
+func (c *Controller) ObserveRecords(now int64, popped, data, records uint64, blockedNs, starvedNs int64) int {
 	if !c.started {
 		// The push that found the ring full opens the first window; its
 		// own wait began before it.
 		c.started, c.t0, c.popped0, c.starved = true, now-blockedNs, popped, starvedNs
+		c.data0, c.recs0 = data, records
 		if c.limit == 0 { // not seeded
 			c.limit = c.Max
 		}
@@ -90,13 +164,72 @@ func (c *Controller) ObserveStarved(now int64, popped uint64, blockedNs, starved
 		taken := popped - c.popped0
 		// taken/span slots per ns × Target ns, rounded up.
 		c.limit = int(math.Ceil(float64(taken) * float64(c.Target) / float64(span)))
+		if c.Slot > 0 && data > c.data0 && records > c.recs0 {
+			c.ss += float64(data - c.data0)
+			c.sr += float64(records - c.recs0)
+			c.sd += float64(span)
+			if c.ss >= sampleSlots || c.sd >= sampleTargets*float64(c.Target) {
+				c.cut(c.ss, c.sr, c.sd)
+				c.ss, c.sr, c.sd = 0, 0, 0
+			}
+		}
 	} else {
 		c.limit *= 2
+		c.piece *= 2
+		c.ss, c.sr, c.sd = 0, 0, 0 // the consumer kept up: its time is not its cost
+	}
+	if c.piece >= c.Slot {
+		c.piece = 0
 	}
 	c.limit = min(max(c.limit, c.Min), c.Max)
 	c.t0, c.popped0, c.blocked, c.starved = now, popped, 0, starvedNs
+	c.data0, c.recs0 = data, records
 	return c.limit
 }
+
+// cut decides the piece after a window under backpressure in which the
+// consumer took s data slots holding r records in d ns.
+func (c *Controller) cut(s, r, d float64) {
+	x, y := r/s, d/s // records and ns per data slot
+	c.age++
+	switch {
+	case c.px > 0 && max(x, c.px) >= 1.5*min(x, c.px):
+		// Two samples of different slot sizes: the line through them.
+		c.b = (y - c.py) / (x - c.px)
+		c.a, c.fitted, c.age = y-c.b*x, true, 0
+		if c.b < 0 { // noise around a cost per slot only
+			c.a, c.b = y, 0
+		}
+	case c.fitted && c.age < forget:
+		if y > c.a { // the cost per slot kept, per record followed
+			c.b = (y - c.a) / x
+		}
+	default:
+		c.a, c.b, c.fitted = 0, y/x, false
+	}
+	c.px, c.py = x, y
+	if c.a < 0 { // noise: a slot costs no less than nothing
+		c.a, c.b = 0, y/x
+	}
+	if c.b <= 0 { // a slot costs the same whatever it holds
+		c.piece = 0
+		return
+	}
+	want := float64(c.Target) / float64(c.Min) // ns a slot may take
+	p := (want - c.a) / c.b
+	p = max(p, 4*c.a/c.b, float64(max(c.Least, 1)), x/4)
+	if p >= float64(c.Slot) {
+		c.piece = 0
+		return
+	}
+	c.piece = int(math.Ceil(p))
+}
+
+// Piece is the most records a data slot should hold, decided last: 0
+// (whole batches) when Slot is 0, before the first window under
+// backpressure, or when Min slots of Slot records take no more than
+// Target or cutting cannot help (see Controller).
+func (c *Controller) Piece() int { return c.piece }
 
 // Seed sets the limit in force until the next decision, within [Min,
 // Max], and returns it: a producer that starts pushing to a ring again

@@ -168,3 +168,85 @@ func TestStarvedConsumer(t *testing.T) {
 		t.Fatalf("busy consumer, nothing taken: limit %d, want 4", l)
 	}
 }
+
+// consume runs c against a consumer that takes a ns per data slot and b
+// ns per record, always behind (the producer blocked at every push),
+// for n slots: each slot holds c's piece, or whole (records) without
+// one. It returns the pieces decided after each slot.
+func consume(c *Controller, a, b float64, whole, n int, now *int64, popped, recs *uint64) []int {
+	var got []int
+	for range n {
+		size := whole
+		if p := c.Piece(); p > 0 && p < whole {
+			size = p
+		}
+		d := int64(a + b*float64(size))
+		*now += d
+		*popped++
+		*recs += uint64(size)
+		c.ObserveRecords(*now, *popped, *popped, *recs, d, 0)
+		got = append(got, c.Piece())
+	}
+	return got
+}
+
+// The bound in records, against consumers with a known cost per slot (a)
+// and per record (b), batches of 256 records: a consumer slow per record
+// gets pieces that make Min slots take about Target; one whose cost is
+// per slot is cut at most for a window now and then (the probe); one with
+// both gets pieces whose fixed cost is at most a quarter of their
+// records'; a fast one is never cut; and without backpressure the piece
+// doubles back to none.
+func TestPieceFollowsCost(t *testing.T) {
+	const target = 250 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		a, b  float64 // ns per slot, per record
+		least int
+		want  int // the piece at the end; -1: none but rare probes
+	}{
+		{"4.7 ms a record: Target/Min per slot", 0, 4.7e6, 1, 14},
+		{"4.7 ms a record, least 16", 0, 4.7e6, 16, 16},
+		{"64 records/s", 0, 1e9 / 64, 1, 4},
+		{"20 ms a slot and 1 ms a record: 4a/b", 20e6, 1e6, 1, 80},
+		{"1 s a slot, nothing per record", 1e9, 0, 1, -1},
+		{"1 µs a record: the floor holds less", 0, 1e3, 1, 0},
+	} {
+		c := &Controller{Target: int64(target), Min: 4, Max: 64, Slot: 512, Least: tc.least}
+		var now int64
+		var popped, recs uint64
+		got := consume(c, tc.a, tc.b, 256, 3000, &now, &popped, &recs)
+		end := got[len(got)-1]
+		if tc.want >= 0 {
+			if end < tc.want-1 || end > tc.want+1 || tc.want == 0 && end != 0 {
+				t.Errorf("%s: piece %d, want %d", tc.name, end, tc.want)
+			}
+		} else {
+			cut := 0
+			for _, p := range got[len(got)/2:] {
+				if p > 0 {
+					cut++
+				}
+			}
+			if end != 0 || cut*10 > len(got)/2 {
+				t.Errorf("%s: piece %d at the end, cut after %d of the last %d slots: want none but rare probes", tc.name, end, cut, len(got)/2)
+			}
+		}
+		if tc.want <= 0 {
+			continue
+		}
+		var relax []int
+		for range 10 { // no backpressure
+			now += int64(target)
+			c.ObserveRecords(now, popped, popped, recs, 0, 0)
+			relax = append(relax, c.Piece())
+		}
+		doubling := relax[len(relax)-1] == 0
+		for i := 1; i < len(relax) && relax[i] != 0; i++ {
+			doubling = doubling && relax[i] == 2*relax[i-1]
+		}
+		if !doubling {
+			t.Errorf("%s: pieces without backpressure %v, want doubling to none", tc.name, relax)
+		}
+	}
+}
