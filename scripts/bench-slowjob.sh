@@ -11,7 +11,10 @@
 # behind a window's firing". REGION=1 in the environment runs instead the
 # lookup inside the region, before the window (a slow operator per record,
 # where the rings' floors set what is in flight), against a server
-# answering in DELAY–DELAY_MAX (default 10ms–40ms); records default 20000.
+# answering in DELAY–DELAY_MAX (default 10ms–40ms); records default 20000;
+# with BASE=<git revision> it alternates that revision's binary and this
+# one, ROUNDS (default 2) times each (base first), on the same server;
+# KEEPLOG=FILE keeps the last run's stderr there.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-300000}"
@@ -19,6 +22,11 @@ n="${1:-300000}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/streamd" ./cmd/streamd && go build -o "$work/slowhttp" ./scripts/internal/slowhttp)
+if [ -n "${BASE:-}" ]; then
+  mkdir "$work/base"
+  git -C "$root" archive "$BASE" | tar -x -C "$work/base"
+  (cd "$work/base" && go build -o "$work/streamd-base" ./cmd/streamd)
+fi
 if [ "${REGION:-0}" = 1 ]; then
   "$work/slowhttp" -delay "${DELAY:-10ms}" -delay-max "${DELAY_MAX:-40ms}" >"$work/addr" &
 else
@@ -76,9 +84,22 @@ sink:
   csv: {path: $work/out-region.csv}
 checkpoint: {dir: $work/ck-region, interval: 1s, retain: 2}
 YAML
-  "$work/streamd" run "$work/region.yaml" 2>"$work/region.log" >/dev/null; [ -n "${KEEPLOG:-}" ] && cp "$work/region.log" "$KEEPLOG"
-  echo "region lookup, ${DELAY:-10ms}–${DELAY_MAX:-40ms}: $(sed -nE 's/.*\(([0-9]+) records\/s\).*/\1/p' "$work/region.log" | head -1) records/s"
-  echo "  $(grep -h '^checkpoints:' "$work/region.log" || echo 'checkpoints: none')"
+  bins=streamd
+  [ -n "${BASE:-}" ] && bins="streamd-base streamd"
+  echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $n records; $(date -u +%F)"
+  for round in $(seq "${ROUNDS:-2}"); do
+    [ -z "${BASE:-}" ] && [ "$round" -gt 1 ] && break
+    for bin in $bins; do
+      rm -rf "$work/ck-region" "$work/out-region.csv"
+      "$work/$bin" run "$work/region.yaml" 2>"$work/region.log" >/dev/null
+      [ -n "${KEEPLOG:-}" ] && cp "$work/region.log" "$KEEPLOG"
+      label=new
+      [ "$bin" = streamd-base ] && label="base ${BASE}"
+      [ -z "${BASE:-}" ] && label=run
+      echo "$label, region lookup ${DELAY:-10ms}–${DELAY_MAX:-40ms}: $(sed -nE 's/.*\(([0-9]+) records\/s\).*/\1/p' "$work/region.log" | head -1) records/s"
+      echo "  $(grep -h '^checkpoints:' "$work/region.log" || echo 'checkpoints: none')"
+    done
+  done
   exit 0
 fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; $n records; $(date -u +%F)"
