@@ -49,6 +49,9 @@ type Replayable struct {
 	Source
 	pos  int64
 	skip int64
+	// drop, after skip, is the records to drop from the batches read
+	// next (SkipInBatch): those of the position's batch before it.
+	drop int64
 	errs *ErrorPolicy // muted while skipping
 }
 
@@ -72,6 +75,26 @@ func (r *Replayable) Skip(n int64) error {
 	return nil
 }
 
+// SkipInBatch is Skip(n) for a position k records into one of the
+// source's batches (a checkpoint taken between two pieces of a batch,
+// runtime/cut.go): it skips the n − k records before that batch (by
+// SkipRecords when the source has it) and then drops the first k
+// records of the batches read next, so that the rest of the position's
+// batch comes as one batch, as in the uninterrupted run, for sources whose
+// batches are the same on every read; after SkipRecords, a source such as
+// a generator would otherwise start its batches at the position. It
+// must be called before the first Next.
+func (r *Replayable) SkipInBatch(n, k int64) error {
+	if k < 0 || k > n {
+		return fmt.Errorf("skip %d records, %d of them in the position's batch: out of range", n, k)
+	}
+	if err := r.Skip(n - k); err != nil {
+		return err
+	}
+	r.drop = k
+	return nil
+}
+
 // MuteWhileSkipping makes the Replayable mute p (ErrorPolicy.Mute) while it
 // skips the records before the position. The runtime gives it the job's
 // policy. A nil Replayable does nothing.
@@ -87,6 +110,13 @@ func (r *Replayable) MuteWhileSkipping(p *ErrorPolicy) {
 func (r *Replayable) Next(ctx context.Context) (*Batch, error) {
 	if r.skip > 0 {
 		b, err := r.skipToPosition(ctx)
+		if err != nil || b != nil {
+			return b, err
+		}
+	}
+	if r.drop > 0 {
+		r.skip, r.drop = r.drop, 0
+		b, err := r.dropRead(ctx)
 		if err != nil || b != nil {
 			return b, err
 		}
@@ -120,6 +150,17 @@ func (r *Replayable) skipToPosition(ctx context.Context) (*Batch, error) {
 			return nil, fmt.Errorf("replay: the source skipped %d records of %d", n, n+r.skip)
 		}
 		return nil, nil
+	}
+	return r.dropRead(ctx)
+}
+
+// dropRead drops the r.skip records before the position by reading them
+// (the policy muted by its caller) and returns the rest of the batch the
+// position falls in, if it falls inside one.
+func (r *Replayable) dropRead(ctx context.Context) (*Batch, error) {
+	if r.errs != nil {
+		r.errs.Mute()
+		defer r.errs.Unmute()
 	}
 	for r.skip > 0 {
 		b, err := r.Source.Next(ctx)

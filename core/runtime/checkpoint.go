@@ -97,6 +97,11 @@ type barrierInfo struct {
 	// time of the block up to that batch's end, which maxTime takes.
 	inPiece  bool
 	pieceMax int64
+	// batchRecords, for a barrier between two pieces of a source batch
+	// (cut.go), is how many of the batch's records come before it
+	// (metadata source key "batch_records"): a restore by the single
+	// source stage drops them from the batch it reads (SkipInBatch).
+	batchRecords int64
 	// maxTimes, for a union, is each input's largest event time
 	// (inputTimes.String); "" otherwise.
 	maxTimes string
@@ -326,6 +331,9 @@ func (c *checkpointer) write(acks []ckptAck) error {
 		ops[i], states[i] = d.Name, d.State
 	}
 	sources := map[string]int64{"source": info.position}
+	if info.batchRecords > 0 { // absent: at a batch's end
+		sources[batchRecords] = info.batchRecords
+	}
 	if info.block >= 0 {
 		sources["block"] = info.block
 		if info.record > 0 { // absent: at the block's start (all that older checkpoints record)

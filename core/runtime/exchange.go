@@ -642,6 +642,11 @@ func firstBlock(start, w, m int) int {
 // barrier is at the block's start.
 const blockRecords = "block_records"
 
+// batchRecords is the checkpoint metadata's source key for the records
+// of the source batch before a barrier between two of its pieces
+// (cut.go); absent when the barrier is at a batch's end.
+const batchRecords = "batch_records"
+
 // restoredBlock is the position a checkpoint's workers resume at: block b,
 // and the records of b before it, which b's worker drops. A checkpoint of
 // the single source stage (a position in records, no block) fits a source
@@ -857,11 +862,13 @@ func (x *exchange) takeBarrier(b int) *barrierInfo {
 // state the channels hold there; a restore starts the workers at b, and
 // b's worker drops its first n records (sourceWorker).
 //
-// Between two pieces of a source batch (cut.go), pieceMax is the largest
-// event time of the block up to the batch's end (the watermark
-// candidate the batch will send), which the checkpoint records as the
-// watermark generator's state: core.NoTime at a batch's end.
-func (r *run) midBarrier(w *srcWorker, b int, n, pieceMax int64) error {
+// Between two pieces of a source batch (cut.go), k is how many of the
+// batch's records come before the barrier (0 at a batch's end), and
+// pieceMax the largest event time of the block up to the batch's end
+// (the watermark candidate the batch will send), which the checkpoint
+// records as the watermark generator's state: core.NoTime at a batch's
+// end.
+func (r *run) midBarrier(w *srcWorker, b int, n, k, pieceMax int64) error {
 	x := r.x
 	x.mu.Lock()
 	if r.ctl.queued.Load() != 0 {
@@ -877,6 +884,7 @@ func (r *run) midBarrier(w *srcWorker, b int, n, pieceMax int64) error {
 	if info == nil {
 		return nil
 	}
+	info.batchRecords = k
 	return r.sendBarrier(w, info, b, n, pieceMax)
 }
 
@@ -1146,6 +1154,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 	var cur int
 	var read, skip int64
 	emit := func(b *core.Batch) error {
+		start := read // the block's records before this batch
 		if read < skip {
 			k := min(int64(b.Len), skip-read)
 			read += k
@@ -1187,7 +1196,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 				if !exact || !r.barrierDue(cur) {
 					return nil
 				}
-				return r.midBarrier(w, cur, read-int64(rest), maxT)
+				return r.midBarrier(w, cur, read-int64(rest), read-int64(rest)-start, maxT)
 			})
 		} else {
 			err = w.chain.Push(b)
@@ -1206,7 +1215,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 			}
 		}
 		if r.barrierDue(cur) {
-			return r.midBarrier(w, cur, read, core.NoTime)
+			return r.midBarrier(w, cur, read, 0, core.NoTime)
 		}
 		return nil
 	}
@@ -1229,7 +1238,7 @@ func (r *run) sourceWorker(w *srcWorker) {
 			w.errs.Mute()
 		}
 		if x.midReq.Load() == int64(b) { // requested before the block's first record
-			if err = r.midBarrier(w, b, skip, core.NoTime); err != nil {
+			if err = r.midBarrier(w, b, skip, 0, core.NoTime); err != nil {
 				break
 			}
 		}

@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -130,7 +132,8 @@ func checkpointsBehindSlowRecords(t *testing.T, workers bool) {
 	}
 	want := ref.lines()
 
-	store, err := snapshot.Open(t.TempDir(), 3, nil)
+	dir := t.TempDir()
+	store, err := snapshot.Open(dir, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +189,13 @@ func checkpointsBehindSlowRecords(t *testing.T, workers bool) {
 		t.Fatalf("12 checkpoints, none inside a batch (the last at %v): not the case this test is for", last.Meta.Sources)
 	}
 
+	// A copy of the checkpoints for a second restore (a run that ends
+	// deletes its checkpoints).
+	dir2 := t.TempDir()
+	if err := os.CopyFS(dir2, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+
 	// Restore from it with 3 workers and 2 channels.
 	job2, err := windowJob(recs, 2, sink)
 	if err != nil {
@@ -200,6 +210,64 @@ func checkpointsBehindSlowRecords(t *testing.T, workers bool) {
 	if got := sink.lines(); !slices.Equal(got, want) {
 		t.Fatalf("restored output: %d lines vs %d: %s", len(got), len(want), diffAt(got, want))
 	}
+	if !workers {
+		return
+	}
+	// And with the single source stage, from a source that skips as a
+	// generator does (its batches then start where it skipped to): the
+	// checkpoint's batch_records make the rest of the position's batch one
+	// batch again, as the workers read it (core.Replayable.SkipInBatch).
+	job3, err := windowJob(recs, 2, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job3.Source, job3.SourceParallelism = &skippingBlocks{blockSource: fixedBlocks(recs, 32)}, -1
+	job3.Region.Ops = append([]core.OperatorDef{newSlowRecords(&manualClock{}, 0).def()}, job3.Region.Ops...)
+	store2, err := snapshot.Open(dir2, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last2, _, err := store2.Latest()
+	if err != nil || last2.Meta.ID != last.Meta.ID {
+		t.Fatalf("the copy's newest checkpoint is %v (%v), want %d", last2, err, last.Meta.ID)
+	}
+	job3.Checkpoint = &runtime.Checkpointing{Store: store2, Interval: time.Hour, Restore: last2}
+	if _, err := runtime.Run(context.Background(), job3); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.lines(); !slices.Equal(got, want) {
+		t.Fatalf("restored output, single source stage: %d lines vs %d: %s", len(got), len(want), diffAt(got, want))
+	}
+}
+
+// skippingBlocks is fixedBlocks' source with a generator's Next: batches
+// of core.BatchSize records from its cursor, which SkipRecords moves (so
+// that after a skip its batches start there).
+type skippingBlocks struct {
+	*blockSource
+	i int
+}
+
+func (s *skippingBlocks) Next(ctx context.Context) (*core.Batch, error) {
+	if s.i >= len(s.recs) {
+		return nil, io.EOF
+	}
+	b := core.NewBatch(testSchema)
+	for end := min(len(s.recs), s.i+core.BatchSize); s.i < end; s.i++ {
+		r := s.recs[s.i]
+		row := b.Append(0, 0, core.NoTime, int64(s.i+1))
+		row[0], row[1], row[2] = core.StringValue(r.k), core.IntValue(r.v), core.TimeValue(r.ts)
+	}
+	return b, nil
+}
+
+func (s *skippingBlocks) SkipRecords(_ context.Context, n int64) (int64, error) {
+	k := min(n, int64(len(s.recs)-s.i))
+	s.i += int(k)
+	if k < n {
+		return k, io.EOF
+	}
+	return k, nil
 }
 
 // Pieces change where data batches end, never the output: a keyed sliding

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -223,4 +224,50 @@ func TestReplayableMutesPolicy(t *testing.T) {
 	}
 	var nilReplay *core.Replayable
 	nilReplay.MuteWhileSkipping(errs) // a job without checkpoints: no Replayable
+}
+
+// SkipInBatch(n, k): a position k records into one of the source's
+// batches (a checkpoint between two pieces). A source that skips (here
+// a generator's way: after SkipRecords its batches start where it
+// stopped) is skipped to the batch's start, and the rest of that batch
+// comes as one batch: the batches after the position are those of the
+// uninterrupted read, and so are the records and the position.
+func TestReplayableSkipInBatch(t *testing.T) {
+	recs := genRecords(3000, 20, 5)
+	read := func(r core.Source) (sizes []int, lines []string) {
+		for {
+			b, err := r.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				return sizes, lines
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, b.Len)
+			for i := range b.Len {
+				lines = append(lines, fmt.Sprint(b.Row(i)[0].Str(), b.Pos[i]))
+			}
+			b.Release()
+		}
+	}
+	fullSizes, full := read(&skippingBlocks{blockSource: fixedBlocks(recs, 2)})
+	for _, tc := range []struct{ n, k int64 }{{0, 0}, {700, 188}, {1024, 0}, {1025, 1}, {2999, 439}} {
+		src := &skippingBlocks{blockSource: fixedBlocks(recs, 2)}
+		r := core.NewReplayable(src)
+		if err := r.SkipInBatch(tc.n, tc.k); err != nil {
+			t.Fatal(err)
+		}
+		sizes, rest := read(r)
+		batch := int(tc.n) / core.BatchSize // the position's batch, in the full read
+		want := append([]int{fullSizes[batch] - int(tc.k)}, fullSizes[batch+1:]...)
+		if tc.k == 0 {
+			want = fullSizes[batch:]
+		}
+		if !slices.Equal(rest, full[tc.n:]) || r.Position() != 3000 || !slices.Equal(sizes, want) {
+			t.Fatalf("SkipInBatch(%d, %d): %d records after, position %d, batches %v, want %v", tc.n, tc.k, len(rest), r.Position(), sizes, want)
+		}
+	}
+	if err := core.NewReplayable(&skippingBlocks{blockSource: fixedBlocks(recs, 2)}).SkipInBatch(5, 6); err == nil {
+		t.Fatal("SkipInBatch(5, 6): no error")
+	}
 }

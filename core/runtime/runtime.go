@@ -448,7 +448,9 @@ func (r *run) build() error {
 						return fmt.Errorf("restore %s: %w", snapshot.Name(cp.Restore.Meta.ID), err)
 					}
 				}
-				if err := r.replay.Skip(cp.Restore.Meta.Sources["source"]); err != nil {
+				// Inside a batch (a barrier between two pieces: cut.go), the
+				// rest of that batch comes as one batch, as it did.
+				if err := r.replay.SkipInBatch(cp.Restore.Meta.Sources["source"], cp.Restore.Meta.Sources[batchRecords]); err != nil {
 					return err
 				}
 				if r.times != nil {
@@ -764,7 +766,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 	// once (it reads the loop's variables when called), so that the loop
 	// allocates no closure per batch.
 	barrier := func() error {
-		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, 0)
+		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, 0, 0)
 	}
 	// Pieces (cut.go): between two pieces of a batch, a barrier due by
 	// the clock goes there when inPieces allows it — the batch's records
@@ -773,6 +775,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 	// batch in other batches, as any restore of such a source does), not
 	// a union and not a core.Resumer (whose state is a batch's end).
 	var inPieces bool
+	var batchLen int // the batch being cut's records as read
 	piecesBarriers := replay != nil && liveInput(replay.Source) && times == nil && ahead == nil
 	if replay != nil {
 		if _, resumer := replay.Source.(core.Resumer); resumer {
@@ -783,7 +786,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		if !inPieces || r.ck == nil || !r.ck.due() {
 			return nil
 		}
-		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, int64(rest))
+		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, int64(rest), int64(batchLen-rest))
 	}
 	for {
 		if sp := r.splitter; sp != nil && sp.gather != nil {
@@ -817,7 +820,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 			}
 			stamp = b.Stamp
 			if k := r.splitter.cutSize(); k > 0 && b.Len > k {
-				inPieces = piecesBarriers && b.Len == n0
+				inPieces, batchLen = piecesBarriers && b.Len == n0, n0
 				err = pushPieces(b, k, pre.Push, between)
 			} else {
 				err = pre.Push(b)
@@ -899,15 +902,15 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 // injectBarrier starts the next checkpoint: a barrier after every record
 // the source stage has pushed, recording the replay position (records
 // read, less back: the records of the batch being cut into pieces that
-// come after the barrier, cut.go) and the watermark generator's state
-// (between pieces, maxT is the whole batch's, as the exchange's
-// midBarrier records).
-func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes, back int64) error {
+// come after the barrier, cut.go; k those before it) and the watermark
+// generator's state (between pieces, maxT is the whole batch's, as the
+// exchange's midBarrier records).
+func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes, back, k int64) error {
 	r.ck.epoch++
 	r.ck.begin(r.ck.epoch)
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp = r.ck.epoch, stamp
-	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position() - back, block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
+	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position() - back, batchRecords: k, block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
 	info.updates = r.updatesText
 	if times != nil {
 		info.maxTimes = times.String()
@@ -940,7 +943,7 @@ func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Repl
 	}
 	for wait := 50 * time.Microsecond; r.draining(); wait = min(2*wait, 5*time.Millisecond) {
 		if r.ck.dueByClock() {
-			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times, 0); err != nil {
+			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times, 0, 0); err != nil {
 				return err
 			}
 		}
