@@ -783,7 +783,7 @@ func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch
 		}
 	}
 	between := func(rest int) error {
-		if !inPieces || r.ck == nil || !r.ck.due() {
+		if !inPieces || r.ck == nil || !r.ck.dueByClock() { // due counts batches (EveryBatches): not pieces
 			return nil
 		}
 		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, int64(rest), int64(batchLen-rest))
