@@ -69,11 +69,14 @@ type CSVOptions struct {
 //	flights.csv:17: field "delay": "abc" is not an int64
 //
 // where line is the 1-based line the record starts on, the header line
-// counted. Empty lines are skipped. A UTF-8 byte order mark at the start
-// of the input is dropped before parsing, so it is in no field (with or
-// without a header, quoted or not) and a mark alone is an empty input. An
-// input with no header line where one is expected is an error ("empty
-// input: no header"); a header alone gives zero records.
+// counted. A quoted field's value is its bytes between the quotes, with
+// "" read as '"': a line break inside it, "\r\n" or "\n", is part of the
+// value (RFC 4180), kept as written; the "\r\n" or "\n" that ends a
+// record is in no field. Empty lines are skipped. A UTF-8 byte order mark
+// at the start of the input is dropped before parsing, so it is in no
+// field (with or without a header, quoted or not) and a mark alone is an
+// empty input. An input with no header line where one is expected is an
+// error ("empty input: no header"); a header alone gives zero records.
 //
 // Unclosed quotes: a quoted field that spans a line end must close
 // properly. One that runs past opts.MaxQuotedLines lines or
@@ -166,11 +169,11 @@ func csvSplitSource(path string, opts CSVOptions, errs *core.ErrorPolicy, blockS
 // header (if any) r has read, and returns the block reader of f with the
 // offset and line where the records start.
 func csvBlocks(f *os.File, end int64, r *csvReader, size int64) (bt *blockText, off, line int64, err error) {
-	mark, err := bom.At(f) // dropped by the bom.Reader: not in InputOffset
+	mark, err := bom.At(f) // dropped by the bom.Reader: not in r.start
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	off = mark + r.r.InputOffset() // after the header, if any
+	off = mark + r.start // after the header, if any
 	if line, err = linesBefore(f, off); err != nil {
 		return nil, 0, 0, err
 	}
@@ -236,7 +239,13 @@ type csvReader struct {
 	schema *core.Schema
 	errs   *core.ErrorPolicy
 	line0  int64 // lines of the input before r's first byte
-	base   int64 // added to every line reported: the file's ordinal (setPosBase)
+	// start is the offset in the input of the first record after the
+	// header (0 without one): encoding/csv's InputOffset after the header,
+	// less the extra '\r' the guard served before each "\r\n" in the
+	// header's quoted fields (quoteGuard), each of which left one "\r\n"
+	// in a name.
+	start int64
+	base  int64 // added to every line reported: the file's ordinal (setPosBase)
 }
 
 func checkDelimiter(d rune) (rune, error) {
@@ -286,6 +295,10 @@ func newCSVReader(input string, in io.Reader, opts CSVOptions, errs *core.ErrorP
 			return nil, fmt.Errorf("csv source %s: header: %w", input, err)
 		}
 		header = append([]string(nil), header...) // ReuseRecord: the next Read overwrites it
+		c.start = r.InputOffset()
+		for _, h := range header {
+			c.start -= int64(strings.Count(h, "\r\n"))
+		}
 		c.want = len(header)
 		if len(fields) == 0 {
 			for i, h := range header {

@@ -34,6 +34,16 @@ const guardBufferSize = readBufferSize
 // length: it serves no byte at or past stop (a record boundary by the same
 // rule), but may read past it to decide the last unit, as the sequential
 // reader would.
+//
+// Line breaks inside quoted fields: encoding/csv turns the "\r\n" that
+// ends each line it reads into "\n", also where the line ends inside a
+// quoted field, so a field's CRLF would come out as LF. The CRLF is part
+// of the value there (RFC 4180), so the guard serves an extra '\r' before
+// each "\r\n" inside a quoted field (every '\n' of a unitRecord but the
+// one that ends it): encoding/csv then keeps "\r\n". A bare '\n' inside
+// quotes and the CRLF that ends a record are served as they are. The extra
+// bytes add no line, so encoding/csv's line numbers are unchanged; its
+// offsets (InputOffset) count them (csvReader.start corrects the header's).
 type quoteGuard struct {
 	f   *csvFrame
 	src io.Reader
@@ -47,6 +57,11 @@ type quoteGuard struct {
 	eof        bool  // src has ended
 	err        error // src's read error, returned after what was read
 	shift      int64
+	// crlf[cr:]: the input offsets of the '\r's of the "\r\n"s inside
+	// quoted fields in buf[r:ok], in order; Read serves an extra '\r'
+	// before each.
+	crlf []int64
+	cr   int
 
 	// The last unclosed-quote record: its text (at most openRawMax
 	// bytes), encoding/csv's shift for its line, the field, and the
@@ -67,6 +82,7 @@ func (g *quoteGuard) reset(src io.Reader, stop int64) {
 	g.src, g.stop = src, stop
 	g.r, g.ok, g.w, g.base = 0, 0, 0, 0
 	g.eof, g.err, g.shift = false, nil, 0
+	g.crlf, g.cr = g.crlf[:0], 0
 }
 
 // Read serves decided bytes (io.Reader for encoding/csv's bufio.Reader).
@@ -79,6 +95,18 @@ func (g *quoteGuard) Read(p []byte) (int, error) {
 			end := g.ok
 			if g.stop >= 0 {
 				end = int(min(int64(end), g.stop-g.base))
+			}
+			if g.cr < len(g.crlf) {
+				at := int(g.crlf[g.cr] - g.base)
+				if at == g.r && len(p) > 0 {
+					// The extra '\r' of a quoted "\r\n"; buf[at] next.
+					p[0] = '\r'
+					if g.cr++; g.cr == len(g.crlf) {
+						g.crlf, g.cr = g.crlf[:0], 0
+					}
+					return 1, nil
+				}
+				end = min(end, at)
 			}
 			n := copy(p, g.buf[g.r:end])
 			g.r += n
@@ -100,6 +128,9 @@ func (g *quoteGuard) Read(p []byte) (int, error) {
 					}
 					break
 				}
+				if k == unitRecord {
+					g.quotedCRLF(g.ok, n)
+				}
 				g.ok += n
 			}
 			if g.r < g.ok {
@@ -114,6 +145,27 @@ func (g *quoteGuard) Read(p []byte) (int, error) {
 		g.fill()
 	}
 }
+
+// quotedCRLF notes the "\r\n"s inside the quoted fields of the record unit
+// buf[at:at+n] (csvFrame.record): every '\n' in it is inside one but a
+// last byte '\n', which ends the record. A malformed record (a bad quote
+// on its last line) is the same, and only its dead letter shows them.
+func (g *quoteGuard) quotedCRLF(at, n int) {
+	u := g.buf[at : at+n]
+	if u[n-1] == '\n' {
+		u = u[:n-1]
+	}
+	for i := 0; ; {
+		j := bytes.Index(u[i:], crlf)
+		if j < 0 {
+			return
+		}
+		g.crlf = append(g.crlf, g.base+int64(at+i+j))
+		i += j + 2
+	}
+}
+
+var crlf = []byte("\r\n")
 
 // drop skips the unclosed-quote unit of n bytes at buf[r:], keeping its
 // text for the dead letter.

@@ -28,6 +28,8 @@ func FuzzCSVBlocks(f *testing.F) {
 		"a,1\nb,\"open\nc,3",
 		"a,\"two\nlines\",\"open\nb,2\nc,3\nd,4\n",
 		"a,\"x\"\"\nb,2\r\nc,\"\"\"\r\nd,4\n",
+		// A CRLF inside quotes, which is part of the value.
+		"a,\"x\r\ny\"\r\nb,\"\r\n\r\n\"\r\nc,\"z\r\n\"",
 	} {
 		f.Add(s, uint8(3), true, uint8(0))
 		f.Add(s, uint8(5), false, uint8(9))

@@ -89,7 +89,7 @@ func LiveCSV(path string, opts CSVOptions, live LiveOptions, errs *core.ErrorPol
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		off := mark + r.r.InputOffset()
+		off := mark + r.start
 		line, err := linesBefore(f, off)
 		if err != nil {
 			return nil, 0, 0, err
