@@ -4,17 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // ErrInvalidConfig is wrapped by every error [Config.Validate] returns.
 var ErrInvalidConfig = errors.New("elastic: invalid config")
+
+// MinPeriodNs is the shortest adaptation period a [Config] may have: 10 ms,
+// in ns. The runtime steps the policy after a source batch once a period has
+// passed, and a change of the channel count pauses the region for 0.1–30 ms
+// (docs/PERFORMANCE.md); periods much shorter than that measure the pauses
+// and the batching, not the load, and step the policy after nearly every
+// batch.
+const MinPeriodNs int64 = 10e6
 
 // Config holds the parameters of every policy. Start from [DefaultConfig]
 // and override; the field names in error messages are the job file's
 // (snake_case) keys under region.elastic (docs/JOB.md), except cores and
 // initial_channels, which the caller sets.
 type Config struct {
-	// PeriodNs is the adaptation period, in ns (period; default 1 s). The
+	// PeriodNs is the adaptation period, in ns (period; default 1 s, at
+	// least [MinPeriodNs]). The
 	// policies do not read clocks; the runtime uses it to pace Step, and the
 	// measured Period.LengthNs is what the rates are computed from.
 	PeriodNs int64
@@ -160,8 +170,8 @@ func (c Config) Validate() error {
 	bad := func(field string, got any, want string) {
 		errs = append(errs, fmt.Errorf("%w: %s = %v: want %s", ErrInvalidConfig, field, got, want))
 	}
-	if c.PeriodNs <= 0 {
-		bad("period", c.PeriodNs, "a positive duration (ns)")
+	if c.PeriodNs < MinPeriodNs {
+		bad("period", time.Duration(c.PeriodNs), "at least "+time.Duration(MinPeriodNs).String())
 	}
 	if !(c.CongestionThreshold > 0 && c.CongestionThreshold < 1) {
 		bad("congestion_threshold", c.CongestionThreshold, "a fraction in (0, 1), e.g. 0.1")

@@ -47,6 +47,11 @@ func TestUsageErrors(t *testing.T) {
 	writeTestFile(t, noRegion, "source: {generator: {count: 10}}\nsink: {discard: {}}\n")
 	keyed := filepath.Join(dir, "keyed.yaml")
 	writeTestFile(t, keyed, "source: {generator: {count: 10}}\nregion:\n  channels: 2\n  key_by: [key]\n  ops: [{filter: value > 0}]\nsink: {discard: {}}\n")
+	// An elastic region: the job file's min_channels is at 6:19, its
+	// max_channels at 7:19.
+	elasticJob := filepath.Join(dir, "elastic.yaml")
+	writeTestFile(t, elasticJob, "source: {generator: {count: 10}}\nregion:\n  channels: 2\n  key_by: [key]\n  elastic:\n"+
+		"    min_channels: 2\n    max_channels: 4\n  ops: [{filter: value > 0}]\nsink: {discard: {}}\n")
 	fresh, freshCk := checkpointJob(t)
 	_, ck := checkpointJob(t, 1, 2)
 	notCk := t.TempDir()
@@ -76,6 +81,10 @@ func TestUsageErrors(t *testing.T) {
 			"streamd: --channels 4: " + noRegion + " has no parallel region (region:) whose channels it could set\n"},
 		{"too many channels", []string{"run", keyed, "--channels", "5000"}, 2,
 			"streamd: --channels must be between 1 and 1024, not 5000\n"},
+		{"channels above the elastic max_channels", []string{"run", elasticJob, "--channels", "8"}, 2,
+			"streamd: --channels 8: more than the elastic controller's max_channels 4 (" + elasticJob + ":7:19: region.elastic.max_channels)\n"},
+		{"channels below the elastic min_channels", []string{"run", elasticJob, "--channels", "1"}, 2,
+			"streamd: --channels 1: fewer than the elastic controller's min_channels 2 (" + elasticJob + ":6:19: region.elastic.min_channels)\n"},
 		{"validate a sink path that is a directory", []string{"validate", sinkDir}, 2,
 			"streamd: " + sinkDir + ":3:15: sink.csv.path: " + filepath.Join(dir, "out") + " is a directory (expected the path of a regular file, or of one to create)\n"},
 		{"run a sink path that is a directory", []string{"run", sinkDir}, 2,

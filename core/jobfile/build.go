@@ -171,7 +171,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		if len(r.Ops) == 0 {
 			return nil, f.errAt("region", "a region needs ops")
 		}
-		if err := f.buildElastic(r.Elastic, reg); err != nil {
+		if err := f.buildElastic(r.Elastic, reg, opt.Channels); err != nil {
 			return nil, err
 		}
 		if err := f.buildRebalance(r.Rebalance, reg); err != nil {
@@ -826,8 +826,10 @@ func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
 }
 
 // buildElastic configures live channel changes: a controller policy, or a
-// seeded random schedule (tests, demonstrations).
-func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region) error {
+// seeded random schedule (tests, demonstrations). reg.Channels is the
+// starting count; flagChannels > 0 says --channels set it, and an error
+// about it then names the flag rather than region.channels.
+func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels int) error {
 	if e == nil {
 		return nil
 	}
@@ -857,11 +859,20 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region) error {
 	if err != nil {
 		return err
 	}
+	if least := time.Duration(elastic.MinPeriodNs); period < least {
+		return f.errAt("region.elastic.period", "period %s: expected a duration of at least %v (e.g. 1s, 500ms)", e.Period, least)
+	}
 	cfg.PeriodNs = int64(period)
 	if e.CongestionThreshold != nil {
+		if c := *e.CongestionThreshold; !(c > 0 && c < 1) {
+			return f.errAt("region.elastic.congestion_threshold", "congestion_threshold %v: expected a fraction in (0, 1), e.g. 0.1", c)
+		}
 		cfg.CongestionThreshold = *e.CongestionThreshold
 	}
 	if e.Sensitivity != nil {
+		if a := *e.Sensitivity; !(a > 0 && a <= 10) {
+			return f.errAt("region.elastic.sensitivity", "sensitivity %v: expected a number in (0, 10], e.g. 0.5", a)
+		}
 		cfg.Sensitivity = *e.Sensitivity
 	}
 	if e.FastScaling != nil {
@@ -937,6 +948,20 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region) error {
 		return f.errAt("region.elastic.policy", "policy random needs random_every")
 	default:
 		return f.errAt("region.elastic.policy", "unknown policy %q (expected levels, ds2, off or random)", e.Policy)
+	}
+	// The starting count must lie in [min_channels, max_channels]
+	// (Validate's initial_channels): said in the user's terms, at
+	// region.channels or of --channels when the flag set it.
+	if n := reg.Channels; n < cfg.MinChannels || n > cfg.MaxChannels {
+		rel, key, bound := "more", "max_channels", cfg.MaxChannels
+		if n < cfg.MinChannels {
+			rel, key, bound = "fewer", "min_channels", cfg.MinChannels
+		}
+		at := "region.elastic." + key
+		if flagChannels > 0 {
+			return fmt.Errorf("--channels %d: %s than the elastic controller's %s %d (%s: %s)", n, rel, key, bound, f.where(at), at)
+		}
+		return f.errAt("region.channels", "%d channels: %s than the elastic controller's %s %d (%s, line %d)", n, rel, key, bound, at, f.line(at))
 	}
 	if err := cfg.Validate(); err != nil {
 		return f.errAt("region.elastic", "%v", err)

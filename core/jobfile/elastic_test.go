@@ -19,7 +19,7 @@ func TestElasticKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		reg := &runtime.Region{Channels: 2, Key: []string{"key"}, Groups: 4096}
-		if err := f.buildElastic(f.Spec.Region.Elastic, reg); err != nil {
+		if err := f.buildElastic(f.Spec.Region.Elastic, reg, 0); err != nil {
 			t.Fatal(err)
 		}
 		return reg.Elastic.Config

@@ -90,19 +90,12 @@ func notInteger(n ast.Node) string {
 			// go-yaml reads 1e3 as a string; it is a float all the same.
 			return s + integralHint(s)
 		}
-		if !isQuoted(v) {
-			return strconv.Quote(s)
-		}
-		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil && isQuoted(v) {
 			return fmt.Sprintf("the string %q (write it without quotes)", s)
 		}
-		return fmt.Sprintf("the string %q", s)
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.LiteralNode:
-		return "a block scalar"
+		return describe(v)
+	case *ast.MappingNode, *ast.MappingValueNode, *ast.SequenceNode, *ast.LiteralNode:
+		return describe(v)
 	}
 	return "a " + n.Type().String()
 }

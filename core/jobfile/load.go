@@ -193,6 +193,16 @@ func (f *File) yamlError(err error) error {
 		return "a value of type " + strings.TrimPrefix(strings.TrimPrefix(sub[2], "*"), "jobfile.")
 	})
 	e.Msg = strings.Replace(e.Msg, "into a value of type", "where expected a value of type", 1)
+	if strings.HasPrefix(e.Msg, "cannot unmarshal ") {
+		// A value of the wrong type ("congestion_threshold: [1]"): name
+		// its key and, for a scalar type, what was expected.
+		if path, n := f.valueAt(e.Line, e.Column); n != nil {
+			e.Path = path
+			if sub := expectedType.FindStringSubmatch(e.Msg); sub != nil && typeWords[sub[1]] != "" {
+				e.Msg = "expected " + typeWords[sub[1]] + ", not " + describe(n)
+			}
+		}
+	}
 	if strings.HasPrefix(e.Msg, "unknown field ") {
 		if keys := f.keysAt(e.Line, e.Column); keys != nil {
 			e.Msg += " (expected one of " + strings.Join(keys, ", ") + ")"
@@ -202,12 +212,100 @@ func (f *File) yamlError(err error) error {
 	return e
 }
 
+var expectedType = regexp.MustCompile(`^cannot unmarshal .* where expected a value of type (\w+)$`)
+
+// typeWords names the scalar Go types of Spec fields in the job file's
+// terms (integers are checked before decoding: checkIntegers).
+var typeWords = map[string]string{
+	"float64": "a number",
+	"bool":    "true or false",
+	"string":  "a single value", // names, expressions, durations
+}
+
+// valueAt returns the path ("region.elastic.sensitivity") and the node of
+// the value that starts at line:col of the interpolated text, the
+// outermost one if several do; "" and nil if no key's or list entry's
+// value starts there.
+func (f *File) valueAt(line, col int) (string, ast.Node) {
+	if f.ast == nil || len(f.ast.Docs) == 0 {
+		return "", nil
+	}
+	var walk func(n ast.Node, path string) (string, ast.Node)
+	at := func(n ast.Node, path string) (string, ast.Node) {
+		if n = unwrap(n); n == nil {
+			return "", nil
+		}
+		if l, c := position(n.GetToken()); l == line && c == col {
+			return path, n
+		}
+		return walk(n, path)
+	}
+	walk = func(n ast.Node, path string) (string, ast.Node) {
+		if sq, ok := n.(*ast.SequenceNode); ok {
+			for i, v := range sq.Values {
+				if p, vn := at(v, fmt.Sprintf("%s[%d]", path, i)); vn != nil {
+					return p, vn
+				}
+			}
+			return "", nil
+		}
+		for _, mv := range mappingPairs(n) {
+			tk := mv.Key.GetToken()
+			if tk == nil {
+				continue
+			}
+			p := tk.Value
+			if path != "" {
+				p = path + "." + tk.Value
+			}
+			if p, vn := at(mv.Value, p); vn != nil {
+				return p, vn
+			}
+		}
+		return "", nil
+	}
+	return walk(unwrap(f.ast.Docs[0].Body), "")
+}
+
+// describe says what a value is, for "expected …, not …": a scalar as
+// written (a string quoted), "a list", "a mapping".
+func describe(n ast.Node) string {
+	switch v := n.(type) {
+	case *ast.StringNode:
+		if isQuoted(v) {
+			return fmt.Sprintf("the string %q", v.Value)
+		}
+		return strconv.Quote(v.Value)
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.LiteralNode:
+		return "a block scalar"
+	}
+	if tk := n.GetToken(); tk != nil {
+		return tk.Value
+	}
+	return "a " + n.Type().String()
+}
+
 // errAt returns an Error at the node the path ("source.parquet.path",
 // "region.ops[0].window.size") names, or at its nearest existing parent.
 func (f *File) errAt(path string, format string, args ...any) error {
 	e := &Error{File: f.Path, Path: path, Msg: fmt.Sprintf(format, args...)}
 	e.Line, e.Column = f.rawPos(f.pos(path))
 	return e
+}
+
+// where is "file:line:column" of key, for an error that is not itself at a
+// position of the file (one about a command-line flag); the file alone if
+// the key is not in the file.
+func (f *File) where(key string) string {
+	l, c := f.rawPos(f.pos(key))
+	if l == 0 || !f.present(key) {
+		return f.Path
+	}
+	return fmt.Sprintf("%s:%d:%d", f.Path, l, c)
 }
 
 // pos returns the position of what path names: a scalar's value; the key
