@@ -167,6 +167,20 @@ type OperatorDef struct {
 	// for operators whose output records keep their input's sequence
 	// numbers.
 	Order func(a, b []Value) int
+	// OrderBy is Order as data: the fields of Out that Order compares, in
+	// order (window end, then the key fields), set with Order, so that the
+	// runtime can carry the order through the operators after this one in
+	// a region (Keep) and build the same comparison on their output.
+	OrderBy []OrderField
+	// Keep, for an operator whose output records are its input records
+	// changed field by field (filter, map, project, the lookups), says
+	// where each input field's value is in an output record: Keep[i] is
+	// input field i's index in Out, or −1 when the output does not hold it
+	// unchanged (dropped, or replaced by a map). Nil: unknown (the
+	// operator builds records of its own). The runtime carries an earlier
+	// operator's OrderBy through it: a window's firing, then a filter in
+	// the same region, still merges by window end, then key.
+	Keep []int
 	// Stats, if set, adds operator-specific figures to the final report
 	// (e.g. cache hits); called after the job ends.
 	Stats func() map[string]int64
@@ -321,4 +335,63 @@ func (e *Emitter) send() {
 		e.counters.Out.Add(int64(b.Len))
 	}
 	e.err = e.next(b)
+}
+
+// OrderField is one field of an operator's output order
+// (OperatorDef.OrderBy): its index in the schema, compared by its type,
+// nulls last when Nullable (CompareNullable).
+type OrderField struct {
+	Index    int
+	Type     Type
+	Nullable bool
+}
+
+// CompareBy orders rows a and b by fields, the first that differs
+// deciding: -1, 0 or +1.
+func CompareBy(fields []OrderField, a, b []Value) int {
+	for _, f := range fields {
+		var c int
+		if f.Nullable {
+			c = CompareNullable(f.Type, a[f.Index], b[f.Index])
+		} else {
+			c = Compare(f.Type, a[f.Index], b[f.Index])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// CarryOrder carries order, the OrderBy of a region's operator, through
+// the operators after it (then): each must say where it keeps the fields
+// (Keep) and keep every one unchanged. It returns the order on the last
+// one's output, or false when one of them does not keep it (the merger
+// then cannot interleave the channels' records of one firing by it).
+func CarryOrder(order []OrderField, then []OperatorDef) ([]OrderField, bool) {
+	out := append([]OrderField(nil), order...)
+	for _, d := range then {
+		if d.Keep == nil {
+			return nil, false
+		}
+		for k := range out {
+			i := out[k].Index
+			if i >= len(d.Keep) || d.Keep[i] < 0 {
+				return nil, false
+			}
+			out[k].Index = d.Keep[i]
+		}
+	}
+	return out, true
+}
+
+// KeepAll is Keep for an operator whose output holds its n input fields
+// unchanged at the same places (a filter; a lookup, which adds fields
+// after them).
+func KeepAll(n int) []int {
+	k := make([]int, n)
+	for i := range k {
+		k[i] = i
+	}
+	return k
 }

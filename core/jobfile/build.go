@@ -181,6 +181,9 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		if reg.Ops, schema, err = f.buildOps("region.ops", r.Ops, schema, errs, reg); err != nil {
 			return nil, err
 		}
+		if err := f.checkRegionOrder(reg); err != nil {
+			return nil, err
+		}
 		job.Region = reg
 	}
 	if job.Post, _, err = f.buildOps("post", s.Post, schema, errs, nil); err != nil {

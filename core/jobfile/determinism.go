@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"fmt"
+	"streamd/core/runtime"
 	"strings"
 )
 
@@ -89,7 +90,34 @@ func (f *File) Promise() Promise {
 		ops("region.ops", f.Spec.Region.Ops)
 	}
 	ops("post", f.Spec.Post)
+	if f.orderWeak != nil {
+		p.Weak = append(p.Weak, *f.orderWeak)
+	}
 	return p
+}
+
+// checkRegionOrder notes, once the region's operators are built, a
+// window followed in the region by an operator that does not keep the
+// window's end and key fields unchanged (runtime.RegionOrderKept): the
+// merger then interleaves the channels' rows of one firing by channel,
+// so their order depends on the channel count. It is a weak use
+// (Promise); under determinism: strong, an error at that operator. An
+// unordered region has no order to keep.
+func (f *File) checkRegionOrder(reg *runtime.Region) error {
+	if reg.Unordered {
+		return nil
+	}
+	ok, at := runtime.RegionOrderKept(reg.Ops)
+	if ok {
+		return nil
+	}
+	w := WeakUse{At: fmt.Sprintf("region.ops[%d]", at), Why: fmt.Sprintf("%s comes after a window in the region and does not keep the window's end and key fields as they are, so the rows of one firing come out in channel order; keep those fields (a map may add fields, a project may rename them) or move it after the region (post:)", reg.Ops[at].Name)}
+	f.orderWeak = &w
+	if f.Spec.Determinism != DeterminismStrong {
+		return nil
+	}
+	line, _ := f.rawPos(f.pos("determinism"))
+	return f.errAt(w.At, "determinism: strong (line %d) promises byte-identical output, but %s", line, w.Why)
 }
 
 // checkDeterminism applies the determinism: key.

@@ -1,8 +1,10 @@
 package jobfile
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"streamd/core/runtime"
 	"strings"
 	"testing"
 )
@@ -29,6 +31,12 @@ func TestDeterminismPromise(t *testing.T) {
 		{"source:\n  generator: {count: 10}\nevent_time: {field: value}\nsink:\n  discard: {}\n", nil},
 		{stdinJob, []string{"source.stdin", "pipeline[1].lookup_http"}},
 		{"source:\n  stdin: {format: jsonl, fields: {k: string}}\nsink:\n  discard: {}\n", []string{"source.stdin"}},
+		// Operators after a window in the region: the merger carries the
+		// firing order (window end, then key) through those that keep the
+		// fields; one that replaces the key breaks it.
+		{strings.Replace(fileJob, "aggregates: {n: count}}\n", "aggregates: {n: count}}\n    - filter: n > 0\n    - map: {m: n * 2}\n    - project: [window_end as e, k as key, m]\n", 1), nil},
+		{strings.Replace(fileJob, "aggregates: {n: count}}\n", "aggregates: {n: count}}\n    - map: {k: upper(k)}\n", 1), []string{"region.ops[1]"}},
+		{strings.Replace(fileJob, "aggregates: {n: count}}\n", "aggregates: {n: count}}\n    - project: [k, n]\n", 1), []string{"region.ops[1]"}},
 	} {
 		buildJobFile(t, dir, c.text, Options{Validate: true})
 		f, err := Load(filepath.Join(dir, "job.yaml"))
@@ -88,6 +96,51 @@ func TestExamplesPromise(t *testing.T) {
 		}
 		if f.Spec.Determinism == DeterminismStrong && !f.Promise().Strong() {
 			t.Errorf("%s: determinism: strong but %v", path, f.Promise().Weak)
+		}
+	}
+}
+
+// Operators after a window in the region (a filter, a map adding a field,
+// a project renaming, a lookup): the output is the same bytes at 1, 2 and
+// 3 channels and with 2 source workers. Before, the merger ordered a
+// firing's rows by the region's last operator's order only, and rows
+// after a filter came out channel by channel.
+func TestWindowThenOpsSameOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "names.csv"), "key,name\nk000001,one\nk000002,two\n")
+	job := `determinism: strong
+source:
+  generator: {seed: 5, count: 16000, keys: 3000, distribution: zipf, step: 1ms}
+event_time: {field: ts}
+region:
+  channels: 2
+  key_by: [key]
+  ops:
+    - window:
+        size: 2s
+        aggregates: {n: count}
+    - filter: n > 0
+    - lookup_csv: {path: names.csv, key: key, fields: [name]}
+    - map: {twice: n * 2}
+    - project: [window_end as end, key as k, twice, name]
+sink:
+  csv: {path: out.csv}
+`
+	var want string
+	for _, o := range []Options{{Channels: 1, SourceParallelism: 1}, {Channels: 2}, {Channels: 3, SourceParallelism: 2}} {
+		if _, err := runtime.Run(context.Background(), buildJobFile(t, dir, job, o)); err != nil {
+			t.Fatal(err)
+		}
+		got := readFile(t, filepath.Join(dir, "out.csv"))
+		if want == "" {
+			want = got
+			if n := strings.Count(got, "\n"); n < 1000 {
+				t.Fatalf("%d lines: not the case this test is for", n)
+			}
+			continue
+		}
+		if got != want {
+			t.Fatalf("%+v: output differs from one channel's:%s", o, excerpt(got, want))
 		}
 	}
 }

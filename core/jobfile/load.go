@@ -46,8 +46,11 @@ type File struct {
 	Path string
 	Dir  string
 	Spec Spec
-	ast  *ast.File
-	text string // interpolated: positions in ast are positions in text
+	// orderWeak, once Build has built the region, is a region operator
+	// that breaks a window's firing order (checkRegionOrder); nil: none.
+	orderWeak *WeakUse
+	ast       *ast.File
+	text      string // interpolated: positions in ast are positions in text
 	// shifts lists, per line, where interpolation changed the length of
 	// the line, to map columns in text back to columns in the file.
 	shifts map[int][]shift

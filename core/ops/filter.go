@@ -44,6 +44,7 @@ func FilterProgram(name string, cond *eval.Program, errs *core.ErrorPolicy) (cor
 	return core.OperatorDef{
 		Name: name,
 		Out:  in,
+		Keep: core.KeepAll(len(in.Fields)),
 		New: func(env core.Env) (core.Operator, error) {
 			return &filter{name: name, in: in, p: cond, errs: policy(errs, env)}, nil
 		},

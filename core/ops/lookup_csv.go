@@ -76,6 +76,7 @@ func LookupCSV(name string, opts LookupCSVOptions, in *core.Schema, errs *core.E
 	return core.OperatorDef{
 		Name: name,
 		Out:  out,
+		Keep: core.KeepAll(len(in.Fields)), // the table's fields come after the input's
 		New: func(env core.Env) (core.Operator, error) {
 			return &csvLookup{name: name, in: in, t: t, key: key, keyType: in.Fields[key].Type, keyNull: in.Fields[key].Nullable,
 				miss: onMiss, fill: missFill(onMiss, len(t.fields)), errs: policy(errs, env), stats: st}, nil

@@ -181,6 +181,7 @@ func LookupHTTP(name string, opts LookupHTTPOptions, in *core.Schema, errs *core
 	return core.OperatorDef{
 		Name: name,
 		Out:  out,
+		Keep: core.KeepAll(len(in.Fields)), // the table's fields come after the input's
 		New: func(env core.Env) (core.Operator, error) {
 			cache, client, err := s.acquire()
 			if err != nil {

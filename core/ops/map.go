@@ -79,9 +79,24 @@ func Map(name string, fields []MapField, keepInput bool, in *core.Schema, errs *
 	if err != nil {
 		return core.OperatorDef{}, fmt.Errorf("map %s: %w", name, err)
 	}
+	// Input fields the output keeps unchanged: with keepInput, all but
+	// those a field of the same name replaces.
+	keep := make([]int, len(in.Fields))
+	for i := range keep {
+		keep[i] = -1
+		if keepInput {
+			keep[i] = i
+		}
+	}
+	for _, d := range dst {
+		if d < len(keep) && keepInput {
+			keep[d] = -1
+		}
+	}
 	return core.OperatorDef{
 		Name: name,
 		Out:  out,
+		Keep: keep,
 		New: func(env core.Env) (core.Operator, error) {
 			return &mapper{name: name, in: in, progs: progs, names: names, dst: dst, keep: keepInput,
 				scratch: make([]core.Value, len(progs)), errs: policy(errs, env)}, nil

@@ -59,9 +59,17 @@ func ProjectColumns(name string, cols []Column, in *core.Schema) (core.OperatorD
 	if err != nil {
 		return core.OperatorDef{}, fmt.Errorf("project %s: %w", name, err)
 	}
+	keep := make([]int, len(in.Fields)) // the first column taking input field i
+	for i := range keep {
+		keep[i] = -1
+	}
+	for k := len(src) - 1; k >= 0; k-- {
+		keep[src[k]] = k
+	}
 	return core.OperatorDef{
 		Name: name,
 		Out:  out,
+		Keep: keep,
 		New: func(core.Env) (core.Operator, error) {
 			return &project{name: name, in: in, src: src}, nil
 		},

@@ -1302,6 +1302,55 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 	}
 }
 
+// regionTie is how the merger orders records of equal sequence numbers
+// from different channels (a window's firing): by the order of the last
+// region operator that has one (core.OperatorDef.Order: window end, then
+// key), carried through the operators after it (core.CarryOrder: a
+// filter, map, project or lookup that keeps those fields), so that the
+// output is the one channel's order whatever the channel count. Nil (by
+// channel index) when no operator has an order or one after it does not
+// keep it (RegionOrderKept says so before the run).
+func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
+	last := len(ops) - 1
+	for ; last >= 0 && ops[last].Order == nil; last-- {
+	}
+	if last < 0 {
+		return nil
+	}
+	if last == len(ops)-1 {
+		cmp := ops[last].Order
+		return func(a *core.Batch, i int, b *core.Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
+	}
+	by, ok := core.CarryOrder(ops[last].OrderBy, ops[last+1:])
+	if !ok || len(ops[last].OrderBy) == 0 {
+		return nil
+	}
+	return func(a *core.Batch, i int, b *core.Batch, j int) int { return core.CompareBy(by, a.Row(i), b.Row(j)) }
+}
+
+// RegionOrderKept says whether the merger can interleave the channels'
+// records of one firing by the region's order (regionTie): false when an
+// operator with an order (a window) is followed in the region by one that
+// does not keep its order fields unchanged (a map replacing the key, a
+// project dropping the window's end, a running aggregate), whose output
+// then depends on the channel count; at is that operator's index in ops.
+func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
+	last := len(ops) - 1
+	for ; last >= 0 && ops[last].Order == nil; last-- {
+	}
+	if last < 0 || last == len(ops)-1 {
+		return true, -1
+	}
+	by := ops[last].OrderBy
+	for k := last + 1; k < len(ops); k++ {
+		var kept bool
+		if by, kept = core.CarryOrder(by, ops[k:k+1]); !kept {
+			return false, k
+		}
+	}
+	return true, -1
+}
+
 // merge is the last stage: it drains every channel's ring into the merger,
 // carries out its steps through the post-region chain to the sink.
 // pusher takes a batch with ownership: the post-region chain, or the
@@ -1311,12 +1360,7 @@ type pusher interface{ Push(*core.Batch) error }
 func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 	n := len(outs)
 	reg := r.job.Region
-	var tie order.Tie[*core.Batch]
-	if last := len(reg.Ops) - 1; last >= 0 && reg.Ops[last].Order != nil {
-		cmp := reg.Ops[last].Order
-		tie = func(a *core.Batch, i int, b *core.Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
-	}
-	m := order.New[*core.Batch](n, !reg.Unordered, tie)
+	m := order.New[*core.Batch](n, !reg.Unordered, regionTie(reg.Ops))
 	ended := make([]bool, n)
 	buf := make([]*core.Batch, 64)
 	var asm assembler = &copier{schema: r.regionOut, next: post}

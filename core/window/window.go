@@ -146,21 +146,13 @@ func New(spec Spec, in *core.Schema) (core.OperatorDef, error) {
 	if local != nil {
 		b.wide = local.Out
 	}
-	b.order = func(a, b []core.Value) int {
-		if c := core.Compare(core.Timestamp, a[1], b[1]); c != 0 {
-			return c
-		}
-		for j, t := range key.types {
-			if key.nullable[j] {
-				if c := core.CompareNullable(t, a[2+j], b[2+j]); c != 0 {
-					return c
-				}
-			} else if c := core.Compare(t, a[2+j], b[2+j]); c != 0 {
-				return c
-			}
-		}
-		return 0
+	// The firing order: window end (field 1), then the key fields.
+	b.orderBy = []core.OrderField{{Index: 1, Type: core.Timestamp}}
+	for j, t := range key.types {
+		b.orderBy = append(b.orderBy, core.OrderField{Index: 2 + j, Type: t, Nullable: key.nullable[j]})
 	}
+	orderBy := b.orderBy
+	b.order = func(a, b []core.Value) int { return core.CompareBy(orderBy, a, b) }
 	return b.def(spec), nil
 }
 
@@ -175,6 +167,7 @@ type built struct {
 	local   *core.OperatorDef
 	state   *kvstate.Map[uint64, keyState]
 	order   func(a, b []core.Value) int
+	orderBy []core.OrderField
 	desc    string
 }
 
@@ -190,6 +183,7 @@ func (b *built) def(spec Spec) core.OperatorDef {
 		Name:     spec.Name,
 		Out:      b.out,
 		Order:    b.order,
+		OrderBy:  b.orderBy,
 		State:    b.desc,
 		Local:    b.local,
 		Settings: &settings{lateness: spec.AllowedLateness},
