@@ -298,11 +298,29 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				c.completed++
 				c.durations.record(d)
 				c.mu.Unlock()
-				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
+				log("checkpoint", "epoch", e, "duration", d, "position", PositionText(a.info.sources()))
 				c.notify(e, nil)
 			}
 		}
 	}
+}
+
+// sources is the checkpoint metadata's source position for info
+// (snapshot.Metadata.Sources): "source" (records before the barrier; 0
+// when source workers cannot count them: PositionText), and "block",
+// "block_records" and "batch_records" where they apply.
+func (info *barrierInfo) sources() map[string]int64 {
+	sources := map[string]int64{"source": info.position}
+	if info.batchRecords > 0 { // absent: at a batch's end
+		sources[batchRecords] = info.batchRecords
+	}
+	if info.block >= 0 {
+		sources["block"] = info.block
+		if info.record > 0 { // absent: at the block's start (all that older checkpoints record)
+			sources[blockRecords] = info.record
+		}
+	}
+	return sources
 }
 
 func (c *checkpointer) write(acks []ckptAck) error {
@@ -330,16 +348,7 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	for i, d := range c.ops {
 		ops[i], states[i] = d.Name, d.State
 	}
-	sources := map[string]int64{"source": info.position}
-	if info.batchRecords > 0 { // absent: at a batch's end
-		sources[batchRecords] = info.batchRecords
-	}
-	if info.block >= 0 {
-		sources["block"] = info.block
-		if info.record > 0 { // absent: at the block's start (all that older checkpoints record)
-			sources[blockRecords] = info.record
-		}
-	}
+	sources := info.sources()
 	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
 	if info.maxTimes != "" {
 		extra["max_event_times"] = info.maxTimes
