@@ -60,8 +60,8 @@ func newCheckpointsCmd() *cobra.Command {
 				for _, f := range c.Meta.Files {
 					bytes += f.Size
 				}
-				fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\tok\n", c.ID, c.Meta.Time.Format("2006-01-02T15:04:05.000Z"),
-					c.Meta.Sources["source"], c.Meta.Channels, len(c.Meta.Files), bytes)
+				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%d\tok\n", c.ID, c.Meta.Time.Format("2006-01-02T15:04:05.000Z"),
+					runtime.PositionText(c.Meta.Sources), c.Meta.Channels, len(c.Meta.Files), bytes)
 			}
 			return w.Flush()
 		},

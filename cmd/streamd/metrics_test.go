@@ -191,6 +191,16 @@ func TestMetricsDuringJob(t *testing.T) {
 	if _, ok := s[`streamd_channel_ring_batches{channel="2"}`]; ok {
 		t.Error("ring occupancy for channel 2 of 2")
 	}
+	// Every streamd_ metric served is in docs/JOB.md's metrics table.
+	table := metricsTable(t)
+	for _, line := range strings.Split(metrics, "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE streamd_"); ok {
+			name = "streamd_" + strings.Fields(name)[0]
+			if !table[name] {
+				t.Errorf("/metrics serves %s, which docs/JOB.md's metrics table lacks", name)
+			}
+		}
+	}
 
 	if code, _ := httpGet(t, base+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz after the job: %d, want 503", code)
@@ -201,6 +211,34 @@ func TestMetricsDuringJob(t *testing.T) {
 	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, "streamd_job_running 0\n") {
 		t.Errorf("/metrics after the job: %d, running not 0:\n%s", code, body)
 	}
+}
+
+// metricsTable is the set of metric names (in backquotes) in the first
+// column of docs/JOB.md's metrics table.
+func metricsTable(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "JOB.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "\n| metric | type | labels | what |\n")
+	if !ok {
+		t.Fatal("docs/JOB.md has no metrics table")
+	}
+	names := map[string]bool{}
+	for _, row := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(row, "|") {
+			break
+		}
+		first := strings.Split(row, "|")[1]
+		for _, m := range regexp.MustCompile("`([a-z_*]+)`").FindAllStringSubmatch(first, -1) {
+			names[m[1]] = true
+		}
+	}
+	if !names["streamd_job_info"] {
+		t.Fatalf("docs/JOB.md's metrics table: no streamd_job_info in %v", names)
+	}
+	return names
 }
 
 // TestRunProfileFlags: the CLI accepts the observability flags, serves on

@@ -743,7 +743,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 		if opt.Info != nil {
-			opt.Info(fmt.Sprintf("restoring from %s (source position %d)", cp.Restore.Dir, cp.Restore.Meta.Sources["source"]))
+			opt.Info(fmt.Sprintf("restoring from %s (source position %s)", cp.Restore.Dir, runtime.PositionText(cp.Restore.Meta.Sources)))
 		}
 	}
 	built = true // runtime.Run unlocks the store when the job is over

@@ -26,7 +26,17 @@ type LookupHTTPSpec struct {
 	RetryBackoff    string `yaml:"retry_backoff"`
 	BreakerFailures *int   `yaml:"breaker_failures"`
 	BreakerCooldown string `yaml:"breaker_cooldown"`
+	// Concurrency is the number of requests each instance (each channel,
+	// output worker or part) has in flight while it resolves a batch's
+	// distinct keys: between 1 and maxLookupConcurrency; absent: 8. It
+	// changes how fast the lookup goes, never what it outputs.
+	Concurrency *int `yaml:"concurrency"`
 }
+
+// maxLookupConcurrency bounds lookup_http's concurrency: requests in
+// flight per instance. More than this is more likely a typo than a server
+// that answers better for it.
+const maxLookupConcurrency = 256
 
 // lookup_http: {url, key, fields, …} adds fields from an HTTP JSON
 // endpoint, behind a cache (ops.LookupHTTP).
@@ -70,6 +80,12 @@ func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
 			return def, b.f.errAt(b.path+".breaker_failures", "breaker_failures must be 0 (no breaker) or more, not %d", failures)
 		}
 	}
+	concurrency := 8
+	if l.Concurrency != nil {
+		if concurrency = *l.Concurrency; concurrency < 1 || concurrency > maxLookupConcurrency {
+			return def, b.f.errAt(b.path+".concurrency", "concurrency must be between 1 and %d (requests in flight per instance), not %d", maxLookupConcurrency, concurrency)
+		}
+	}
 	backoff, err := b.f.duration(b.path+".retry_backoff", l.RetryBackoff, 100*time.Millisecond)
 	if err != nil {
 		return def, err
@@ -80,5 +96,6 @@ func buildLookupHTTP(b *opBuild, l *LookupHTTPSpec) (core.OperatorDef, error) {
 	}
 	return ops.LookupHTTP(b.name, ops.LookupHTTPOptions{URL: l.URL, Key: l.Key, Fields: fs, TTL: ttl,
 		MaxCost: l.MaxCost, Timeout: timeout, OnMiss: l.OnMiss, NumCounters: l.CacheKeys, Redirects: l.Redirects,
-		Retries: retries, Backoff: backoff, BreakerFailures: failures, BreakerCooldown: cooldown}, b.in, nil)
+		Retries: retries, Backoff: backoff, BreakerFailures: failures, BreakerCooldown: cooldown,
+		Concurrency: concurrency}, b.in, nil)
 }

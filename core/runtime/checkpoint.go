@@ -25,14 +25,24 @@ type Checkpointing struct {
 	// Store holds the checkpoints. Run unlocks it when it returns (if it
 	// was opened with snapshot.OpenLocked).
 	Store *snapshot.Store
-	// Interval between barriers, wall time (checked after each source
-	// batch); EveryBatches, if > 0, injects a barrier every that many
-	// source batches instead (deterministic, for tests).
+	// Interval is the time from the end of one checkpoint (complete,
+	// failed or abandoned; the first: from the job's start) to the start
+	// of the next, not their period: one checkpoint is in flight at a
+	// time, and the next is due at the first source batch (or worker
+	// batch) read Interval after the previous ended (checkpointer.due).
+	// EveryBatches, if > 0, injects a barrier every that many source
+	// batches instead (deterministic, for tests).
 	Interval     time.Duration
 	EveryBatches int
-	// Timeout, if > 0, abandons a checkpoint not complete after that long
-	// (a slow sink, a stuck channel); the next one starts on schedule. The
-	// coordinator looks for it every Timeout/4 (at least 1 ms, wall time).
+	// Timeout, if > 0, abandons a checkpoint that every channel and the
+	// sink have not acknowledged Timeout after its start (its barrier
+	// injected, or requested in a block with source workers), e.g. behind
+	// a slow sink or a stuck channel; the next one is due Interval after
+	// that. Writing the files of an acknowledged checkpoint is not timed,
+	// so a checkpoint's reported duration (start to commit) may exceed
+	// Timeout. The coordinator looks every Timeout/4 (at least 1 ms, wall
+	// time), so it abandons one between Timeout and 1.25 × Timeout after
+	// its start.
 	Timeout time.Duration
 	// Now, if set, is the clock Interval and Timeout are measured by
 	// (nil: time.Now). Tests script it, so that whether a barrier is due
@@ -298,11 +308,29 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 				c.completed++
 				c.durations.record(d)
 				c.mu.Unlock()
-				log("checkpoint", "epoch", e, "duration", d, "position", a.info.position)
+				log("checkpoint", "epoch", e, "duration", d, "position", PositionText(a.info.sources()))
 				c.notify(e, nil)
 			}
 		}
 	}
+}
+
+// sources is the checkpoint metadata's source position for info
+// (snapshot.Metadata.Sources): "source" (records before the barrier; 0
+// when source workers cannot count them: PositionText), and "block",
+// "block_records" and "batch_records" where they apply.
+func (info *barrierInfo) sources() map[string]int64 {
+	sources := map[string]int64{"source": info.position}
+	if info.batchRecords > 0 { // absent: at a batch's end
+		sources[batchRecords] = info.batchRecords
+	}
+	if info.block >= 0 {
+		sources["block"] = info.block
+		if info.record > 0 { // absent: at the block's start (all that older checkpoints record)
+			sources[blockRecords] = info.record
+		}
+	}
+	return sources
 }
 
 func (c *checkpointer) write(acks []ckptAck) error {
@@ -330,16 +358,7 @@ func (c *checkpointer) write(acks []ckptAck) error {
 	for i, d := range c.ops {
 		ops[i], states[i] = d.Name, d.State
 	}
-	sources := map[string]int64{"source": info.position}
-	if info.batchRecords > 0 { // absent: at a batch's end
-		sources[batchRecords] = info.batchRecords
-	}
-	if info.block >= 0 {
-		sources["block"] = info.block
-		if info.record > 0 { // absent: at the block's start (all that older checkpoints record)
-			sources[blockRecords] = info.record
-		}
-	}
+	sources := info.sources()
 	extra := map[string]string{"max_event_time": fmt.Sprint(info.maxTime), "source": c.cfg.Source, "sink": c.cfg.Sink}
 	if info.maxTimes != "" {
 		extra["max_event_times"] = info.maxTimes
