@@ -257,7 +257,7 @@ func startGated(t *testing.T, name string, job *runtime.Job, g *gateCtl, clock *
 // producers, the producers always for the gate.
 func (r *gatedRun) step() {
 	r.t.Helper()
-	waitFor(r.t, "the producers to fill the rings", func() bool { return r.l.RingLen()[0] >= 4 })
+	waitFor(r.t, "the producers to fill the rings", func() bool { return ring0(r.l) >= 4 })
 	r.clock.add(time.Second)
 	select {
 	case r.g.release <- struct{}{}:
