@@ -21,7 +21,10 @@ import (
 // slowRecords is an operator slow per record: each record moves the
 // scripted clock by per (its cost as the runtime's controls see it), and
 // every 8 records it sleeps 100 µs so that the producers stay ahead of it
-// (sustained backpressure). Each barrier reports the clock when it
+// (sustained backpressure). The assertions read only the scripted clock;
+// the sleep spreads a batch's clock moves over real time (a lump would
+// reach a producer's measure late) and keeps the op ~30× slower per
+// record than a source worker routes under the race detector. Each barrier reports the clock when it
 // reaches it, and the operator then waits for a token on resume before
 // its next record: the clock stands still until the test has seen the
 // checkpoint complete.

@@ -1311,9 +1311,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 // channel index) when no operator has an order or one after it does not
 // keep it (RegionOrderKept says so before the run).
 func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
-	last := len(ops) - 1
-	for ; last >= 0 && ops[last].Order == nil; last-- {
-	}
+	last := orderedOp(ops)
 	if last < 0 {
 		return nil
 	}
@@ -1328,6 +1326,16 @@ func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
 	return func(a *core.Batch, i int, b *core.Batch, j int) int { return core.CompareBy(by, a.Row(i), b.Row(j)) }
 }
 
+// orderedOp is the index of the last of ops that has an order
+// (OperatorDef.Order: a window), -1 when none has.
+func orderedOp(ops []core.OperatorDef) int {
+	last := len(ops) - 1
+	for last >= 0 && ops[last].Order == nil {
+		last--
+	}
+	return last
+}
+
 // RegionOrderKept says whether the merger can interleave the channels'
 // records of one firing by the region's order (regionTie): false when an
 // operator with an order (a window) is followed in the region by one that
@@ -1335,9 +1343,7 @@ func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
 // project dropping the window's end, a running aggregate), whose output
 // then depends on the channel count; at is that operator's index in ops.
 func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
-	last := len(ops) - 1
-	for ; last >= 0 && ops[last].Order == nil; last-- {
-	}
+	last := orderedOp(ops)
 	if last < 0 || last == len(ops)-1 {
 		return true, -1
 	}
