@@ -59,6 +59,11 @@ type keyState struct {
 	key   tuple
 	next  *keyState
 	panes []pane // by start, ascending; inl[:] while one pane suffices
+	// spare is a heap array panes outgrew before and gave back when one
+	// pane sufficed again (cleared, length 0, never aliasing panes): a key
+	// whose next window's records arrive before its last one fires needs
+	// two panes once per window, and takes this array instead of a new one.
+	spare []pane
 	inl   [1]pane
 }
 
@@ -422,6 +427,11 @@ func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
 		}
 		i--
 	}
+	if len(st.panes) == cap(st.panes) && cap(st.spare) > len(st.panes) {
+		sp := st.spare[:len(st.panes)]
+		copy(sp, st.panes)
+		st.panes, st.spare = sp, nil
+	}
 	if i == len(st.panes) { // the usual case: a pane after the others
 		st.panes = append(st.panes, w.newPane(start))
 	} else {
@@ -610,10 +620,22 @@ func (w *windowOp) dropPanes(r ref, n int) {
 	st.panes = slices.Delete(st.panes, 0, n)
 	switch {
 	case len(st.panes) == 0:
+		st.keepSpare()
 		w.remove(int(r.g), r.h, st)
 	case len(st.panes) == 1 && &st.panes[0] != &st.inl[0]:
 		st.inl[0] = st.panes[0] // back in place
+		st.keepSpare()
 		st.panes = st.inl[:1]
+	}
+}
+
+// keepSpare keeps st.panes' array as the spare when it is on the heap (not
+// inl); the caller then points panes elsewhere (inl, or the key is removed).
+func (st *keyState) keepSpare() {
+	if cap(st.panes) > len(st.inl) && cap(st.panes) > cap(st.spare) {
+		a := st.panes[:cap(st.panes)]
+		clear(a) // no stale accumulators (ext) kept alive
+		st.spare = a[:0]
 	}
 }
 
