@@ -65,9 +65,9 @@ type Lagging interface {
 
 // Splittable is implemented by sources whose input divides into blocks
 // that several source workers can read at once (docs/ARCHITECTURE.md,
-// "Parallel sources and the M×N exchange"): the row groups of a Parquet file, the
-// sub-streams of a seeded generator, byte ranges of a CSV or JSON-lines
-// file.
+// "Parallel sources and the M×N exchange"): the row groups of a Parquet
+// file, the sub-streams of a seeded generator, byte ranges of a CSV or
+// JSON-lines file.
 //
 // Blocks are fixed by the input alone — never by the number of readers,
 // timing or sizes chosen at run time: block b's records are exactly the

@@ -142,8 +142,9 @@ func piecewise(first string, at []int64, next []string) string {
 // compares its output byte for byte with a run without control whose
 // expressions switch logic at the input positions the runtime reported
 // for the updates (the old logic up to the sync point, the new one after
-// it: docs/ARCHITECTURE.md, "Change of logic"). Both the single source stage (a rate-limited
-// generator) and source workers (block boundaries) are covered.
+// it: docs/ARCHITECTURE.md, "Change of logic"). Both the single source
+// stage (a rate-limited generator) and source workers (block boundaries)
+// are covered.
 func TestControlRandomCommandsByteIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		name, source string
