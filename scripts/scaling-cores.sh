@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Efficiency at k cores with every stage inside k cores (ISSUE-NOTES,
-# "Efficiency at k cores"): each run is confined with taskset to cores
-# 0 … k-1, and efficiency = (best 1-core throughput × k) ÷ throughput at k.
+# Efficiency at k cores with every stage inside k cores: each run is
+# confined with taskset to cores 0 … k-1, and efficiency =
+# (best 1-core throughput × k) ÷ throughput at k.
 # The stages are split between source workers (M), channels (N) and output
 # workers (K) by a fixed rule per job, printed with each row:
 #   scaling (CPU-bound stateless region, no post operators): M = ⌈k/4⌉, N = k

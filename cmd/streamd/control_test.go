@@ -141,9 +141,10 @@ func piecewise(first string, at []int64, next []string) string {
 // scale, rebalance and update commands over HTTP to a running job and
 // compares its output byte for byte with a run without control whose
 // expressions switch logic at the input positions the runtime reported
-// for the updates (ISSUE-NOTES: the old logic up to the sync point, the
-// new one after it). Both the single source stage (a rate-limited
-// generator) and source workers (block boundaries) are covered.
+// for the updates (the old logic up to the sync point, the new one after
+// it: docs/ARCHITECTURE.md, "Change of logic"). Both the single source
+// stage (a rate-limited generator) and source workers (block boundaries)
+// are covered.
 func TestControlRandomCommandsByteIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		name, source string

@@ -385,8 +385,8 @@ type opBuild struct {
 	// There is no error policy here: an operator reports bad records to
 	// its instance's Env.Errors, the policy of the stage that runs it (a
 	// source worker's or a channel's deferred one, so that its dead letters
-	// are written in input order; docs/ARCHITECTURE.md, "All dead letters
-	// go through the merger").
+	// are written in input order; docs/ARCHITECTURE.md, "Errors and
+	// shutdown", dead letters in input order).
 	// region is the parallel region the operator runs in; nil in pipeline
 	// and post. A keyed operator always has one, with a key.
 	region *runtime.Region

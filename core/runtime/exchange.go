@@ -330,10 +330,12 @@ type exchange struct {
 	// that block (−1: none requested), midInfo its checkpoint, and midReq
 	// mirrors mid for the one atomic load a worker pays per batch.
 	//
-	// A checkpoint the control plane asks for (control.go) is still
-	// placed at block pending = 1 + the largest block any worker has
-	// started (current), which no worker has started yet; the worker of
-	// that block sends it when it gets there, before the block.
+	// A checkpoint the control plane asks for (control.go) goes inside
+	// the smallest block being read too (placeCheckpoint); only when no
+	// block at or after floor is being read is it placed at block
+	// pending = 1 + the largest block any worker has started (current),
+	// which no worker has started yet; the worker of that block sends it
+	// when it gets there, before the block.
 	//
 	// Live changes of the channel count and of the number of workers are
 	// placed the same way (one barrier or change pending at a time): a
@@ -341,7 +343,7 @@ type exchange struct {
 	// up at its first block ≥ B, and that says which worker reads each
 	// block from B on; channels find a block's ring through it, once the
 	// block has been started (started), when no later routing can still
-	// cover it (rescale.go, "Live changes with source workers").
+	// cover it (rescale.go; docs/ARCHITECTURE.md, "Live channel changes").
 	mu      sync.Mutex
 	workers []*srcWorker // by id; ids are never reused
 	current []int        // by worker id: the block it reads (or read last)

@@ -29,9 +29,9 @@ type Elastic struct {
 }
 
 // reconf is one live change of the channel count, from the splitter's
-// sequence number seq on (prepare → sync → update, DESIGN.md; Trisk,
-// SoCC 2021). It is built by the source stage before the markers go out and
-// is read-only afterwards.
+// sequence number seq on (prepare → sync → update, docs/ARCHITECTURE.md,
+// "Live channel changes"; Trisk, SoCC 2021). It is built by the source
+// stage before the markers go out and is read-only afterwards.
 type reconf struct {
 	seq      uint64
 	from, to int // channel counts

@@ -15,8 +15,9 @@ import (
 // (CLOCK_THREAD_CPUTIME_ID) of the OS thread the stage is locked to for its
 // whole life, and the part of it spent waiting on rings and doorbells
 // (spinning, yielding; a parked thread uses none). The serial fraction
-// leaves the waiting out of both sides (ISSUE-NOTES, "Serial fraction"):
-// otherwise spinning workers would make it look small.
+// leaves the waiting out of both sides (docs/ARCHITECTURE.md, "CPU per stage
+// and the serial fraction"): otherwise spinning workers would make it look
+// small.
 //
 // Only the stage's goroutine writes it, between begin and end; report
 // reads it after end (the run's WaitGroup orders the two) or, for a live

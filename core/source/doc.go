@@ -20,8 +20,8 @@
 //     means Fail.
 //   - Sources that wait for input (Stdin, a rate-limited Generator) hand over
 //     a partial batch at most core.Linger ns after its first record arrived
-//     (DESIGN.md, hot-path rule 5), and every Next returns ctx.Err() promptly
-//     once ctx is done.
+//     (docs/ARCHITECTURE.md, "Hot-path rules", 5), and every Next returns
+//     ctx.Err() promptly once ctx is done.
 //
 // JSON is parsed by streamd's own small validating parser (jsonl.go), not a
 // library: a paired benchmark (BenchmarkJSONParser: the same lines, fields
