@@ -10,8 +10,8 @@ import (
 // TestOverlappingPanesAllocateNothing: every key's next window starts
 // receiving records before its last window fires (records are in event-time
 // order, the watermark follows the batch), so for a moment each key holds
-// two panes, once per window. Once warm, that costs no allocation: the
-// heap array the panes outgrew is kept as the key's spare. The fired rows
+// two panes, once per window. Once warm, that costs no allocation: keys
+// reuse the pane arrays others gave back (giveBack). The fired rows
 // are checked too, so the reuse cannot mix panes up.
 func TestOverlappingPanesAllocateNothing(t *testing.T) {
 	const keys, minute = 64, int64(60e9)
@@ -66,7 +66,7 @@ func TestOverlappingPanesAllocateNothing(t *testing.T) {
 		out.Flush()
 		w++
 	}
-	for range 4 { // warm: key states, spares, pools
+	for range 4 { // warm: key states, pane arrays, pools
 		step()
 	}
 	if rows != 4*keys || bad != "" {
