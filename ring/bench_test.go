@@ -70,7 +70,7 @@ func pair(b *testing.B, pinned bool, producer, consumer func()) {
 }
 
 // benchCPUs returns the CPUs for producer and consumer:
-// STREAMD_BENCH_CPUS="a,b" when set (scripts/device-ring.sh uses it to
+// STREAMD_BENCH_CPUS="a,b" when set (scripts/device.sh ring uses it to
 // choose two physical cores, or two SMT siblings), else the first two
 // usable CPUs.
 func benchCPUs(b *testing.B) []int {

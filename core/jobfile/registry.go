@@ -84,6 +84,7 @@ type sinkKind struct {
 	kind
 	build    func(b *sinkBuild, spec any) (core.Sink, error)
 	describe func(spec any, resolve func(string) string) any
+	output   func(spec any) Output
 }
 
 // opEntry registers an operator kind (registerOp) whose value decodes into
@@ -134,6 +135,10 @@ type sinkEntry[T any] struct {
 	// (runtime.Checkpointing.Sink): defaults written out, file paths made
 	// absolute with resolve. Nil: the spec as written.
 	describe func(spec T, resolve func(string) string) T
+	// output, if set, names the file or the directory of parts the sink
+	// writes, its path as the job file gives it (File.Outputs resolves
+	// it). Nil: the sink writes no file (stdout, discard).
+	output func(spec *T) Output
 }
 
 var (
@@ -189,6 +194,9 @@ func registerSink[T any](e sinkEntry[T]) {
 	}
 	if e.describe != nil {
 		k.describe = func(spec any, resolve func(string) string) any { return e.describe(*spec.(*T), resolve) }
+	}
+	if e.output != nil {
+		k.output = func(spec any) Output { return e.output(spec.(*T)) }
 	}
 	sinkKinds.add(k)
 }

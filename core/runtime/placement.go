@@ -45,7 +45,7 @@ func NewCorePlacer(channels, sources, outputs int, log *slog.Logger) *CorePlacer
 	log.Info("cpus", "detail", cpus.String())
 	switch {
 	case cpus.Cores() < stages:
-		log.Warn("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
+		log.Info("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
 		return p
 	case cpus.Cores() == stages:
 		log.Info("no usable core to spare beyond one per stage: running unpinned", "cores", cpus.Cores(), "stages", stages)

@@ -8,7 +8,7 @@
 # is the flights job with 2 source workers and 2 output workers. Amdahl's
 # bound on 14 cores is 1 / (s + (1 − s) / 14).
 #
-#   scripts/serial-fraction.sh [runs] [channels]
+#   scripts/bench.sh serial-fraction [runs] [channels]
 #
 # defaults: 3 runs of each job, 2 channels. STREAMD_BIN=path uses a prebuilt
 # binary; STREAMD_BASE=path also runs a baseline binary, alternating with
@@ -16,15 +16,14 @@
 # run. A binary too old to report s shows "-". Needs ../shared/data (or
 # STREAMD_DATA) for the flights job.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 runs="${1:-3}"
 channels="${2:-2}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export STREAMD_OUT="$work"
 export STREAMD_COUNT="${STREAMD_COUNT:-5000000}"
-bin="${STREAMD_BIN:-$work/streamd}"
-[ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/streamd)
+bin="$(streamd_bin "$work/streamd")"
 bins=("$bin")
 [ -n "${STREAMD_BASE:-}" ] && bins=("$STREAMD_BASE" "$bin")
 

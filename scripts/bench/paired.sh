@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-paired.sh BASE [pairs=8] — the current working tree against BASE (a
+# scripts/bench.sh paired BASE [pairs=8] — the current working tree against BASE (a
 # commit), whole processes, alternating A B / B A, every pair printed, then
 # the median of the pairs' ratios (current ÷ base) of wall time and of CPU
 # time (user + system). Each build runs its own tree's job files.
@@ -11,38 +11,36 @@
 #   q5:N        streamd bench nexmark-q5 --count Q5_COUNT (default 1 M)
 #   keyed:N     streamd bench keyed --count KEYED_COUNT (default 3 M)
 #   keyed1m:N   a generator over 1 M uniform keys, 1-minute windows, into a
-#               CSV file (the job of bench-checkpoint.sh), KEYED1M_COUNT
+#               CSV file (the job of scripts/bench.sh checkpoint), KEYED1M_COUNT
 #               records (default 3 M)
 #   keyed1mck:N the same with a checkpoint every second: the script then
 #               prints each build's checkpoint cost (CPU with ÷ without)
 #   pipeline:N  streamd bench pipeline --count PIPE_COUNT (default 10 M)
 # and, after the cells, LATENCY_ROUNDS (default 3) rounds of
-# latency-half.sh per build: reported, not gated (noisy on small VMs).
+# scripts/bench.sh latency-half per build: reported, not gated (noisy on small VMs).
 #
 # Ratios below 1 mean the current tree is faster. On a shared machine quote
 # the median and look at the spread; a ratio whose pairs straddle 1 is noise.
 # Environment: KEEP=DIR keeps the per-run logs; BASE_BIN / CUR_BIN use
 # prebuilt binaries instead of building.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-base="${1:?usage: bench-paired.sh BASE [pairs]}"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+base="${1:?usage: scripts/bench.sh paired BASE [pairs]}"
 pairs="${2:-8}"
 cells="${CELLS:-flights:1 flights:2 flights:4 flights:default q5:1 q5:2 q5:4 q5:default keyed:1 keyed:2 keyed:4 keyed:default keyed1m:1 keyed1m:2 keyed1m:4 keyed1m:default keyed1mck:default pipeline:1 pipeline:2 pipeline:4 pipeline:default}"
-data="${STREAMD_DATA:-$root/../shared/data}"
 data="$(cd "$data" 2>/dev/null && pwd || echo "$data")"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+workdir
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
 
 # The two trees and their binaries: B is BASE, A the working tree.
-mkdir -p "$work/base"
-git -C "$root" archive "$base" | tar -x -C "$work/base"
 binA="${CUR_BIN:-$work/streamd-cur}"
 binB="${BASE_BIN:-$work/streamd-base}"
-[ -n "${CUR_BIN:-}" ] || (cd "$root" && go build -o "$binA" ./cmd/streamd)
-[ -n "${BASE_BIN:-}" ] || (cd "$work/base" && go build -o "$binB" ./cmd/streamd)
+[ -n "${CUR_BIN:-}" ] || build_streamd "$binA"
+mkdir -p "$work/base.src"
+git -C "$root" archive "$base" | tar -x -C "$work/base.src" # its own job files
+[ -n "${BASE_BIN:-}" ] || build_streamd "$binB" "$work/base.src"
 treeA="$root"
-treeB="$work/base"
+treeB="$work/base.src"
 
 keyed1m() { # keyed1m.yaml OUT [checkpoint-dir]
   cat <<YAML
@@ -89,7 +87,7 @@ one() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+machine
 echo "A = working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD || echo +changes)), B = $base; $pairs pairs per cell; ratio = A / B"
 summary="$work/summary"
 for cell in $cells; do
@@ -131,6 +129,6 @@ if [ "$rounds" -gt 0 ]; then
   echo; echo "latency at half the maximum rate (pipeline; reported, not gated):"
   for s in A B; do
     if [ "$s" = A ]; then bin="$binA"; else bin="$binB"; fi
-    echo "-- $s"; STREAMD_BIN="$bin" "$root/scripts/latency-half.sh" "$rounds" pipeline | grep -E 'open loop' || true
+    echo "-- $s"; STREAMD_BIN="$bin" bash "$root/scripts/bench/latency-half.sh" "$rounds" pipeline | grep -E 'open loop' || true
   done
 fi

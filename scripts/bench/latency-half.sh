@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# latency-half.sh [rounds=3] [workload=pipeline] — issue 6's latency goal
+# scripts/bench.sh latency-half [rounds=3] [workload=pipeline] — issue 6's latency goal
 # (end-to-end p99 < 500 µs at half the maximum rate), measured the way the
 # goal reads, in one script: each round runs WORKLOAD closed loop for 3 s
 # to find the maximum rate on this machine now, then open loop at half of
@@ -8,13 +8,12 @@
 # Environment: STREAMD_BIN (default: build into a temporary directory),
 # BENCH_FLAGS (extra flags for both runs, e.g. --unpinned).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 rounds="${1:-3}"
 workload="${2:-pipeline}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-bin="${STREAMD_BIN:-$work/streamd}"
-[ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/streamd)
+bin="$(streamd_bin "$work/streamd")"
 # shellcheck disable=SC2086
 for i in $(seq "$rounds"); do
   "$bin" bench "$workload" --duration 3s --out "$work/max" ${BENCH_FLAGS:-} >"$work/max.txt" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-slowjob.sh [records=300000] — issue 14's slow job: a generator
+# scripts/bench.sh slowjob [records=300000] — issue 14's slow job: a generator
 # (20,000 keys, a record per ms of event time), 2 channels, a keyed 1-minute
 # window, and a `post:` lookup_http (ttl 0s, max_cost 100: almost every row
 # misses) against scripts/internal/slowhttp answering in 0.5–2 ms, with
@@ -16,17 +16,14 @@
 # one, ROUNDS (default 2) times each (base first), on the same server;
 # KEEPLOG=FILE keeps the last run's stderr there.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 n="${1:-300000}"
 [ "${REGION:-0}" = 1 ] && n="${1:-20000}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd "$root" && go build -o "$work/streamd" ./cmd/streamd && go build -o "$work/slowhttp" ./scripts/internal/slowhttp)
-if [ -n "${BASE:-}" ]; then
-  mkdir "$work/base"
-  git -C "$root" archive "$BASE" | tar -x -C "$work/base"
-  (cd "$work/base" && go build -o "$work/streamd-base" ./cmd/streamd)
-fi
+build_streamd "$work/streamd"
+go_build "$work/slowhttp" "$root" ./scripts/internal/slowhttp
+[ -z "${BASE:-}" ] || build_streamd_at "$BASE" "$work/streamd-base"
 if [ "${REGION:-0}" = 1 ]; then
   "$work/slowhttp" -delay "${DELAY:-10ms}" -delay-max "${DELAY_MAX:-40ms}" >"$work/addr" &
 else

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-backpressure.sh [records=150000] [pairs=2] [base=8026cf0] — checkpoints
+# scripts/bench.sh backpressure [records=150000] [pairs=2] [base=8026cf0] — checkpoints
 # under sustained backpressure: a keyed generator job whose region looks each
 # record up over HTTP on a server that answers in 1 ms (scripts/internal/
 # slowhttp; a 64-key cache, 5,000 keys, so most lookups wait) with
@@ -14,7 +14,7 @@
 # worker). Prints each run's records/s and checkpoint line (completed,
 # timed out, duration p50/p99/max: barrier due → written).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 n="${1:-150000}"
 pairs="${2:-2}"
 genrate=", rate: 1000000"
@@ -27,10 +27,9 @@ fi
 base="${3:-8026cf0}"
 work="$(mktemp -d)"
 trap 'kill "${srv:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-(cd "$root" && go build -o "$work/new" ./cmd/streamd && go build -o "$work/slowhttp" ./scripts/internal/slowhttp)
-mkdir "$work/base-src"
-(cd "$root" && git archive "$base" | tar -x -C "$work/base-src")
-(cd "$work/base-src" && go build -o "$work/base" ./cmd/streamd)
+build_streamd "$work/new"
+go_build "$work/slowhttp" "$root" ./scripts/internal/slowhttp
+build_streamd_at "$base" "$work/base"
 "$work/slowhttp" -delay 1ms >"$work/addr" &
 srv=$!
 for _ in $(seq 50); do [ -s "$work/addr" ] && break; sleep 0.1; done

@@ -16,7 +16,7 @@
 # each engine draws its own random values, so the script checks the records
 # out are within 1 % of 20 % of the records in.
 #
-#   scripts/peers.sh [runs=3] [input=csv|generate]
+#   scripts/bench.sh peers [runs=3] [input=csv|generate]
 #
 # Environment: STREAMD_DATA (default ../shared/data beside the repository),
 # PEERS_BATCH (Benthos csv input batch_count, or generate batch_size;
@@ -24,11 +24,11 @@
 # batches of 1, its default; 0 skips it; default 1), PEERS_COUNT (records
 # generated; default 3000000), CHANNEL_BUF (Go-channel capacity; default 1024).
 # PEERS_BIN_DIR: a directory holding prebuilt streamd, benthos-peers and
-# gochan-peers (scripts/device-prep.sh), instead of building them.
+# gochan-peers (scripts/device.sh prep), instead of building them.
 # Needs Go and, on the first run, the Go module proxy (Benthos's modules),
 # unless PEERS_BIN_DIR is set.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 runs="${1:-3}"
 input="${2:-csv}"
 case "$input" in csv | generate) ;; *) echo "input $input: expected csv or generate" >&2; exit 2 ;; esac
@@ -42,9 +42,9 @@ if [ -n "${PEERS_BIN_DIR:-}" ]; then # prebuilt (a machine with no Go toolchain)
   for b in streamd benthos-peers gochan-peers; do ln -s "$PEERS_BIN_DIR/$b" "$work/$b"; done
 else
   echo "building streamd, benthos-peers, gochan-peers ..." >&2
-  (cd "$root" && go build -o "$work/streamd" ./cmd/streamd)
-  (cd "$root/perf/peers/benthos" && go build -o "$work/benthos-peers" .)
-  (cd "$root/perf/peers/gochan" && go build -o "$work/gochan-peers" .)
+  build_streamd "$work/streamd"
+  go_build "$work/benthos-peers" "$root/perf/peers/benthos" .
+  go_build "$work/gochan-peers" "$root/perf/peers/gochan" .
 fi
 
 if [ "$input" = csv ]; then

@@ -3,7 +3,7 @@
 # the same machine, in one run, with the outputs compared value by value
 # (docs/PERFORMANCE.md, "Flights against DuckDB and sqlite3").
 #
-#   scripts/flights-peers.sh [runs=3] [channels=4]
+#   scripts/bench.sh flights-peers [runs=3] [channels=4]
 #
 # Each round runs, in this order: streamd (--channels C), streamd with
 # --source-parallelism / --output-workers when SOURCE_PARALLELISM or
@@ -34,13 +34,13 @@
 # difference prints the first rows that differ and fails the script (exit 1).
 #
 # Environment: STREAMD_DATA (default ../shared/data beside the repository);
-# STREAMD_BIN and DUCKDB_PEER, prebuilt binaries (scripts/device-prep.sh)
+# STREAMD_BIN and DUCKDB_PEER, prebuilt binaries (scripts/device.sh prep)
 # instead of building them (Go with cgo and a C++ compiler, and the module
 # proxy on the first build of the peer); DUCKDB_THREADS; SOURCE_PARALLELISM,
 # OUTPUT_WORKERS; SQLITE_RUNS (sqlite3 rounds, default runs; 0 skips it);
 # SQLITE_WITH=cli|python|none instead of the choice above.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 runs="${1:-3}"
 channels="${2:-4}"
 threads="${DUCKDB_THREADS:-$(nproc)}"
@@ -54,13 +54,13 @@ sd_bin="${STREAMD_BIN:-}"
 if [ -z "$sd_bin" ]; then
   echo "building streamd ..." >&2
   sd_bin="$work/streamd"
-  (cd "$root" && go build -o "$sd_bin" ./cmd/streamd)
+  build_streamd "$sd_bin"
 fi
 duck="${DUCKDB_PEER:-}"
 if [ -z "$duck" ]; then
   echo "building the DuckDB peer (cgo) ..." >&2
   duck="$work/duckdb-peer"
-  (cd "$root/perf/peers/duckdb" && go build -o "$duck" .)
+  go_build "$duck" "$root/perf/peers/duckdb" .
 fi
 
 # The streamd variants: name and extra flags.

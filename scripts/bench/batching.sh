@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-batching.sh [seconds=10] [pairs=2] [full=3000000] — adaptive batching at
+# scripts/bench.sh batching [seconds=10] [pairs=2] [full=3000000] — adaptive batching at
 # the splitter (runtime.batch_linger, docs/ARCHITECTURE.md "Adaptive batching"),
 # off (A) against the default 1 ms (B), alternating A B A B, with this tree's
 # binary. Job: a generator (10,000 keys) into a one-channel keyed region with a
@@ -11,13 +11,13 @@
 # generator whose rate is far above what the job reaches (which keeps the
 # single source stage); prints records/s. Outputs are compared byte for byte.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 secs="${1:-10}"
 pairs="${2:-2}"
 full="${3:-3000000}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-(cd "$root" && go build -o "$work/streamd" ./cmd/streamd)
+build_streamd "$work/streamd"
 job() { # name count rate linger
   cat <<YAML
 name: batching-$1

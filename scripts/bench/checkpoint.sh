@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# bench-checkpoint.sh [records=10000000] [interval=1s] [pairs=2] — the cost
+# scripts/bench.sh checkpoint [records=10000000] [interval=1s] [pairs=2] — the cost
 # of checkpoints, side by side in one run: a generator job over 1 M keys
 # (1-minute windows) with checkpoints every INTERVAL versus without, PAIRS
 # alternating pairs of runs; prints each report's throughput, checkpoint
 # duration p50/p99, the barrier pause p99 and the copy-on-write stalls, then
 # the ratios of the best and of the median runs, and of the CPU time used.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 n="${1:-10000000}"
 interval="${2:-1s}"
 pairs="${3:-2}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-bin="${STREAMD_BIN:-$work/streamd}"
-[ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/streamd)
+bin="$(streamd_bin "$work/streamd")"
 job() {
   cat <<YAML
 name: ckpt-cost

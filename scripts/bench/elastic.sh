@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# elastic-real.sh — the elastic controllers on the real runtime, as
+# scripts/bench.sh elastic — the elastic controllers on the real runtime, as
 # measurements (not tests: the figures depend on the machine and its load).
 # Issue "Elastic controller quality" and docs/PERFORMANCE.md, "Elastic
 # controllers on the real runtime". Three parts, each policy in turn:
@@ -28,15 +28,15 @@
 # A B A B), files tagged -base and -new. The load average is printed
 # before each run: on a shared machine read the figures with it.
 #
-#   nice scripts/elastic-real.sh                 # 2 cores: ~6 minutes
-#   CYCLES=6 SINE_MEAN=450000 scripts/elastic-real.sh
+#   nice scripts/bench.sh elastic                 # 2 cores: ~6 minutes
+#   CYCLES=6 SINE_MEAN=450000 scripts/bench.sh elastic
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 bin=${STREAMD_BIN:-$out/streamd}
 if [ -z "${STREAMD_BIN:-}" ]; then
-  (cd "$root" && go build -o "$bin" ./cmd/streamd) || exit 1
+  build_streamd "$bin" || exit 1
 fi
 work=${WORK:-10} sinework=${SINE_WORK:-1} cycles=${CYCLES:-4} mean=${SINE_MEAN:-450000}
 factor=${SCALE_FACTOR:-1.3} secs=${SCALE_SECONDS:-40} policies=${POLICIES:-levels ds2}
@@ -100,7 +100,7 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 calib=$out/calibration.txt
 echo "== 1. calibrate (controller off, no rate limit, ${CALIB_COUNT:-2000000} records)"
 {
-  echo "# scripts/elastic-real.sh calibration, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "# scripts/bench.sh elastic calibration, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) CPUs, commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null), WORK=$work, ${CALIB_COUNT:-2000000} records"
 } >"$calib"
 for ch in ${CALIB_CHANNELS:-1 2}; do
