@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // citation is a citation that starts at a document's name: the name, then
@@ -121,14 +122,14 @@ func normal(s string) string {
 }
 
 // anchor is GitHub's anchor of a heading: lower case, spaces to hyphens,
-// punctuation other than hyphens and underscores dropped.
+// everything but letters, digits, marks, hyphens and underscores dropped.
 func anchor(h string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(h) {
 		switch {
 		case r == ' ':
 			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 0x7f && r != '…' && r != '—' && r != '–' && r != '→' && r != '×':
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
 			b.WriteRune(r)
 		}
 	}
