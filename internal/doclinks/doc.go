@@ -15,6 +15,8 @@
 // with the quoted text (case, backquotes and spacing ignored, a trailing "…"
 // allowed; in a dated heading such as "2026-12-01 (later): the gainer
 // holds…" the text after the date's colon counts as its beginning too).
-// Markdown links to a heading's anchor ("[x](#anchor)", "[x](JOB.md#anchor)")
-// must name an anchor the target document has.
+// A document's references to its own sections (`("Determinism")`, `see
+// "Parallel output" below`) must name headings it has, and Markdown links
+// to a heading's anchor (`[x](#anchor)`, `[x](JOB.md#anchor)`) anchors the
+// target document has.
 package doclinks

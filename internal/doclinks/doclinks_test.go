@@ -35,6 +35,14 @@ var more = regexp.MustCompile(`^\s*(?:,|and|or|;)\s*(?:then\s+)?["“]([^"”]{1
 // [text](FILE.md#anchor).
 var anchorLink = regexp.MustCompile(`\]\(((?:[\w./-]*\.md)?)#([^)\s]+)\)`)
 
+// within finds a document's references to its own sections: ("Title")
+// after a space, or "Title" below / above, the title capitalised. Group 1
+// or 2 is the title. Code spans are blanked out before it runs.
+var within = regexp.MustCompile(`(?:^|[ \[])\("([A-Z][^"]{2,120})"\)|"([A-Z][^"]{2,120})" (?:below|above)`)
+
+// codeSpan is inline code in Markdown.
+var codeSpan = regexp.MustCompile("`[^`]*`")
+
 // dated is the date that begins a heading of the log ("2026-12-01 (third
 // session): "); a citation may leave it out.
 var dated = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[^:]*:\s*`)
@@ -341,6 +349,9 @@ func TestCitations(t *testing.T) {
 		if path.Ext(f.rel) == ".md" {
 			n += checkAnchors(t, f, docs)
 		}
+		if path.Dir(f.rel) == "docs" && path.Ext(f.rel) == ".md" {
+			n += checkWithin(t, f, docs[path.Base(f.rel)])
+		}
 	}
 	for key, fix := range pending {
 		if !seen[key] {
@@ -374,6 +385,30 @@ func checkAnchors(t *testing.T, f file, docs map[string]*doc) int {
 			t.Errorf("%s:%d: links to %s, not a document under docs/", f.rel, line, target)
 		} else if !d.anchors[a] {
 			t.Errorf("%s:%d: %s has no heading with anchor #%s", f.rel, line, name, a)
+		}
+	}
+	return n
+}
+
+// checkWithin checks d's references to its own sections and returns how
+// many it checked.
+func checkWithin(t *testing.T, f file, d *doc) int {
+	s, starts := text(f.rel, f.b)
+	s = codeSpan.ReplaceAllStringFunc(s, func(c string) string { return strings.Repeat(" ", len(c)) })
+	n := 0
+	for _, m := range within.FindAllStringSubmatchIndex(s, -1) {
+		if strings.HasSuffix(strings.TrimRight(s[:m[0]+1], " ["), ".md") {
+			continue // a citation of another document, checked above
+		}
+		title := ""
+		if m[2] >= 0 {
+			title = s[m[2]:m[3]]
+		} else {
+			title = s[m[4]:m[5]]
+		}
+		n++
+		if !d.has(title) {
+			t.Errorf("%s:%d: refers to its own section %q, which it does not have", f.rel, lineOf(starts, m[0]), strings.Join(strings.Fields(title), " "))
 		}
 	}
 	return n
