@@ -414,8 +414,8 @@ func TestStopSavepointRestore(t *testing.T) {
 }
 
 // TestUpdateByPath: an operator with a name: is updated by its path too
-// (docs/CONTROL.md: "NAME is the operator's name: or its path"), and the
-// answer's outcome names the operator.
+// (docs/CONTROL.md, "update": NAME is the operator's name: or its path),
+// and the answer's outcome names the operator.
 func TestUpdateByPath(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")

@@ -777,7 +777,7 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 }
 
 // DefaultRebalance is region.rebalance when a keyed region does not say
-// (docs/JOB.md, "region.rebalance", says why).
+// (docs/JOB.md, "Rebalancing under key skew", says why).
 const DefaultRebalance = "off"
 
 // buildRebalance configures load balancing at the same channel count

@@ -21,7 +21,7 @@ import (
 // only run by preempting a pinned stage, which then cannot move: on a
 // 2-vCPU VM, a pinned two-stage pipeline at half its maximum rate had a p99
 // latency of 0.33–1.3 ms against 0.19–0.20 ms unpinned, at the same
-// throughput (docs/PERFORMANCE.md, "Latency at half the maximum rate").
+// throughput (docs/PERFORMANCE-LOG.md, "Latency at half the maximum rate").
 type CorePlacer struct {
 	alloc    *sched.Allocator
 	reserved []sched.Core

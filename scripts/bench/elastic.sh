@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # scripts/bench.sh elastic — the elastic controllers on the real runtime, as
 # measurements (not tests: the figures depend on the machine and its load).
-# Issue "Elastic controller quality" and docs/PERFORMANCE.md, "Elastic
+# Issue "Elastic controller quality" and docs/PERFORMANCE-LOG.md, "Elastic
 # controllers on the real runtime". Three parts, each policy in turn:
 #
 #  1. calibrate: the job below with the controller off, no rate limit, at
 #     each count of CALIB_CHANNELS (default "1 2"): records/s of each,
 #     written to OUT/calibration.txt for the simulator (elastic/sim,
-#     Calibration; docs/PERFORMANCE.md, "Calibrating the simulator"), with
+#     Calibration; docs/PERFORMANCE-LOG.md, "Calibrating the simulator"), with
 #     the p99 channel pause of part 3's changes appended at the end.
 #  2. sine: offered load MEAN ±30 % (SINE_MEAN, default 450k records/s) in
 #     20 s cycles (1 s steps of the generator's rate_steps), CYCLES cycles,

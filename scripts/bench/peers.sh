@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # streamd against Benthos v4.60.0 and a naive Go-channel pipeline, on the
-# same input in one run (docs/PERFORMANCE.md, "Benthos and a Go-channel
+# same input in one run (docs/PERFORMANCE-LOG.md, "Benthos and a Go-channel
 # pipeline side by side").
 #
 # Pipeline, the same for all three (input csv, the default): the 3 M

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebalancing (docs/PERFORMANCE.md, "Rebalancing"): three measurements, each
+# Rebalancing (docs/PERFORMANCE-LOG.md, "Rebalancing"): three measurements, each
 # alternating its settings A B A B within one run, ROUNDS rounds (default 3),
 # after a line naming the machine and its load.
 #
