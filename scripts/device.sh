@@ -21,28 +21,28 @@
 #
 # open: each part under its own timeout; OUT (default a temporary
 #   directory) receives the elastic timelines:
-#   issue 11: efficiency at 1 … 16 cores with every stage inside k cores
-#            (scripts/bench.sh scaling cores: the scaling and flights jobs
-#            with source workers, channels and output workers), and the
-#            serial fraction (scripts/bench.sh serial-fraction at 8
-#            channels); source workers and channels trading cores
-#            (scripts/jobs/scaling-elastic.yaml);
-#   issue 4: the elastic demonstration, level controller and DS2 (elastic,
-#            below);
-#   issue 13: the controllers on the real runtime, the case that must
-#            scale and the calibration of the simulator at 1, 2, 4 and 8
-#            channels (scripts/bench.sh elastic, short; OUT/elastic-real/
-#            calibration.txt is the file elastic/sim reads);
-#   issue 5: checkpoint cost (scripts/bench.sh checkpoint, 3 pairs);
-#   issue 6: latency at half the maximum rate (scripts/bench.sh
-#            latency-half), Nexmark q0 q1 q2 q5 (closed loop), Benthos side
-#            by side on the flights CSV and on generated records
-#            (scripts/bench.sh peers);
+#   - efficiency at 1 … 16 cores with every stage inside k cores
+#     (scripts/bench.sh scaling cores: the scaling and flights jobs
+#     with source workers, channels and output workers), and the
+#     serial fraction (scripts/bench.sh serial-fraction at 8
+#     channels); source workers and channels trading cores
+#     (scripts/jobs/scaling-elastic.yaml);
+#   - the elastic demonstration, level controller and DS2 (elastic,
+#     below);
+#   - the controllers on the real runtime, the case that must
+#     scale and the calibration of the simulator at 1, 2, 4 and 8
+#     channels (scripts/bench.sh elastic, short; OUT/elastic-real/
+#     calibration.txt is the file elastic/sim reads);
+#   - checkpoint cost (scripts/bench.sh checkpoint, 3 pairs);
+#   - latency at half the maximum rate (scripts/bench.sh
+#     latency-half), Nexmark q0 q1 q2 q5 (closed loop), Benthos side
+#     by side on the flights CSV and on generated records
+#     (scripts/bench.sh peers);
 #   parallel dataflow: the flights job against DuckDB (16 threads and 1)
-#            and sqlite3 (Python's module, if there is a python3), outputs
-#            compared value by value (scripts/bench.sh flights-peers, 14
-#            channels; first, under a minute; also written to
-#            OUT/flights-peers.txt).
+#     and sqlite3 (Python's module, if there is a python3), outputs
+#     compared value by value (scripts/bench.sh flights-peers, 14
+#     channels; first, under a minute; also written to
+#     OUT/flights-peers.txt).
 #   Smaller runs (a smoke test on a small machine): STREAMD_COUNT,
 #   STREAMD_RATE1, STREAMD_RATE2 (elastic), CKPT_RECORDS (checkpoint cost,
 #   default 20000000), PEERS_COUNT.
@@ -113,27 +113,27 @@ open() {
   mkdir -p "$out"
   DUCKDB_PEER=$bin/duckdb-peer DUCKDB_THREADS=16 SOURCE_PARALLELISM=4 OUTPUT_WORKERS=4 SQLITE_RUNS=1 \
     timeout 120 "$root/scripts/bench.sh" flights-peers 3 14 2>&1 | tee "$out/flights-peers.txt"
-  echo "== issue 11: efficiency at k cores, serial fraction"
+  echo "== efficiency at k cores, serial fraction"
   STREAMD_RUNS=1 timeout 150 "$root/scripts/bench.sh" scaling cores scaling
   STREAMD_RUNS=1 timeout 60 "$root/scripts/bench.sh" scaling cores flights
   timeout 90 "$root/scripts/bench.sh" serial-fraction 1 8
-  echo "== issue 11: source workers and channels trading cores (elastic, auto source parallelism)"
+  echo "== source workers and channels trading cores (elastic, auto source parallelism)"
   STREAMD_OUT=$bin timeout 60 "$STREAMD_BIN" run "$root/scripts/jobs/scaling-elastic.yaml" --elastic-log "$out/scaling-elastic.csv" 2>&1 |
     grep -E '^(job |rescales|  source |  channel |serial)'
-  echo "== issue 4: elastic"
+  echo "== elastic"
   (OUT=$out elastic)
-  echo "== issue 13: elastic controllers, the case that must scale, calibration"
+  echo "== elastic controllers, the case that must scale, calibration"
   OUT=$out/elastic-real CALIB_CHANNELS="1 2 4 8" CYCLES=1 SCALE_SECONDS=20 \
     timeout 150 "$root/scripts/bench.sh" elastic
-  echo "== issue 5: checkpoint cost"
+  echo "== checkpoint cost"
   timeout 120 "$root/scripts/bench.sh" checkpoint "${CKPT_RECORDS:-20000000}" 1s 3
-  echo "== issue 6: latency at half the maximum rate"
+  echo "== latency at half the maximum rate"
   timeout 40 "$root/scripts/bench.sh" latency-half 3
-  echo "== issue 6: Nexmark"
+  echo "== Nexmark"
   for q in q0 q1 q2 q5; do
     timeout 30 "$STREAMD_BIN" bench "nexmark-$q" --duration 4s --out "$bin/nexmark-$q" 2>&1 | grep -E '^(workload|machine|records/s|cpu|latency)'
   done
-  echo "== issue 6: Benthos side by side (CSV, then generated records)"
+  echo "== Benthos side by side (CSV, then generated records)"
   PEERS_BIN_DIR=$bin UNBATCHED_RUNS=0 timeout 120 "$root/scripts/bench.sh" peers 2 csv 2>&1 | grep -v '^ *\(streamd\|gochan\|benthos\).* run [0-9]'
   PEERS_BIN_DIR=$bin UNBATCHED_RUNS=0 timeout 90 "$root/scripts/bench.sh" peers 2 generate 2>&1 | grep -v '^ *\(streamd\|gochan\|benthos\).* run [0-9]'
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench.sh latency-half [rounds=3] [workload=pipeline] — issue 6's latency goal
+# scripts/bench.sh latency-half [rounds=3] [workload=pipeline] — the latency goal
 # (end-to-end p99 < 500 µs at half the maximum rate), measured the way the
 # goal reads, in one script: each round runs WORKLOAD closed loop for 3 s
 # to find the maximum rate on this machine now, then open loop at half of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench.sh slowjob [records=300000] — issue 14's slow job: a generator
+# scripts/bench.sh slowjob [records=300000] — a slow job: a generator
 # (20,000 keys, a record per ms of event time), 2 channels, a keyed 1-minute
 # window, and a `post:` lookup_http (ttl 0s, max_cost 100: almost every row
 # misses) against scripts/internal/slowhttp answering in 0.5–2 ms, with
