@@ -91,7 +91,9 @@ func (p *CorePlacer) Start(stage string, index int, run func()) func() {
 // unpinned stages use it, so that a container limited to 2 cores of a
 // 64-CPU host gets the defaults of a 2-core machine (runtime.NumCPU sees
 // the affinity mask only).
-var UsableCores = sync.OnceValue(func() int { return sched.Detect().Cores() })
+func UsableCores() int { return usableCores() }
+
+var usableCores = sync.OnceValue(func() int { return sched.Detect().Cores() })
 
 // stageCount is how many stage goroutines a job runs at once: its
 // channels, its source workers (0 counts as the one source stage), the
