@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -921,7 +920,7 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels in
 	}
 	cfg.MaxChannels = e.MaxChannels
 	if cfg.MaxChannels == 0 {
-		cfg.MaxChannels = max(reg.Channels, goruntime.NumCPU()-2, 1)
+		cfg.MaxChannels = max(reg.Channels, runtime.UsableCores()-2, 1)
 	}
 	if cfg.MaxChannels > 1024 || (len(reg.Key) > 0 && cfg.MaxChannels > reg.Groups) {
 		return f.errAt("region.elastic.max_channels", "max_channels %d: at most 1024 and the number of key groups", cfg.MaxChannels)

@@ -479,7 +479,7 @@ func sourceWorkers(job *Job, cores int) int {
 
 // SourceWorkers is how many source workers Run will start for job on this
 // machine (0: the single source stage), for placement.
-func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU()) }
+func SourceWorkers(job *Job) int { return sourceWorkers(job, UsableCores()) }
 
 // buildExchange makes the first routing (m workers, the region's
 // channels), the workers' splitters and their pre-region instances.
@@ -957,7 +957,7 @@ func (r *run) sourceCores() int {
 	if c := r.job.SourceCores; c > 0 {
 		return c
 	}
-	return goruntime.NumCPU() - 2
+	return UsableCores() - 2
 }
 
 // placeChange places a change to n channels before block b, which no

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	goruntime "runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -25,10 +24,6 @@ import (
 // ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
 // the job stopped early and its file output was discarded.
 var ErrInterrupted = errors.New("interrupted")
-
-// oversubscribedYield is the rings' yield budget when the job has more
-// stages than the machine has cores.
-const oversubscribedYield = 0
 
 // DefaultRingSize is the capacity of each ring, in batches.
 const DefaultRingSize = 64
@@ -65,7 +60,9 @@ type run struct {
 	maxChannels       int
 	placer            Placer
 	wg                sync.WaitGroup
-	yield             bool // rings get oversubscribedYield
+	// parkSoon says the stages share cores (no spareCore): a blocked
+	// ring side spins, then parks, without yielding its thread (newRing).
+	parkSoon bool
 
 	// ringsMu guards rings, every ring ever created, so that a failing
 	// stage can cancel them all.
@@ -209,8 +206,8 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.yield {
-		rg.SetYield(oversubscribedYield)
+	if r.parkSoon {
+		rg.SetYield(0)
 	}
 	slowStart(r.job, rg, debloatMin)
 	r.register(rg)
@@ -407,7 +404,9 @@ func (r *run) build() error {
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
 	}
-	workers := sourceWorkers(job, goruntime.NumCPU())
+	cores := UsableCores()
+	workers := sourceWorkers(job, cores)
+	r.parkSoon = !spareCore(jobStages(job, workers, cores), cores)
 	if workers == 0 {
 		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
@@ -481,9 +480,6 @@ func (r *run) build() error {
 		r.maxChannels = max(n, reg.MaxChannels)
 		r.usedChans.Store(int64(n))
 		r.curChans.Store(int64(n))
-		// More busy stages than cores: a waiting stage yielding its thread
-		// would steal the time of the stage it waits for.
-		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		r.timeline = newTimeline(reg.Timeline)
 		if reg.Rebalance != nil && len(reg.Key) > 0 {
@@ -493,7 +489,6 @@ func (r *run) build() error {
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
 		if workers > 0 {
-			r.yield = n+workers+1 > goruntime.NumCPU()
 			if err := r.buildExchange(workers, splitIn); err != nil {
 				return err
 			}
@@ -578,7 +573,7 @@ func (r *run) build() error {
 		return err
 	}
 	r.sinkOpen = true
-	if k := outputWorkers(job, len(r.allSplitters()), goruntime.NumCPU()); k > 0 {
+	if k := outputWorkers(job, len(r.allSplitters()), cores); k > 0 {
 		if err := r.buildOutput(k); err != nil {
 			return err
 		}
