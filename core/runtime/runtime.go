@@ -155,10 +155,13 @@ type ChannelStats struct {
 	Records atomic.Int64 // records processed
 	BusyNs  atomic.Int64 // ns inside operators, waits excluded
 	// CPUNs is the channel thread's CPU time working, in ns: thread CPU
-	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings, read
-	// after each data batch (one clock read per batch). Unlike BusyNs it
-	// does not count time the thread was descheduled. 0 where the clock is
-	// missing.
+	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings,
+	// from after its restore or join. The clock is sampled (stageCPU.tick:
+	// at most every cpuSampleEvery, 1 ms, of data batches, at every wait
+	// and at the end), so the figure trails the work by at most 1 ms while
+	// the channel is busy. Unlike BusyNs it does not count time the thread
+	// was descheduled. 0 where the clock is missing or the accounts are
+	// off.
 	CPUNs atomic.Int64
 	// PauseNs is the time the channel paused in live reconfigurations
 	// (channel changes and rebalance steps), ns.
@@ -1083,6 +1086,7 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	st.alive.Store(true)
 	r.wg.Add(1)
 	sc := r.newReplicatedStageCPU("channel", c)
+	sc.work = &st.CPUNs
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("channel", c)
@@ -1203,7 +1207,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			gl.moved(nil, join.gains(c))
 		}
 	}
-	lastWork := sc.work()
+	sc.markWork() // CPUNs counts the work from here on
 	var held *holding
 	for {
 		b, err := in.pop(sc)
@@ -1258,10 +1262,9 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		t0 := time.Now()
 		err = chain.Push(b)
 		if kind == core.Data {
-			stats.BusyNs.Add(int64(time.Since(t0)))
-			w := sc.work()
-			stats.CPUNs.Add(int64(w - lastWork))
-			lastWork = w
+			t1 := time.Now()
+			stats.BusyNs.Add(int64(t1.Sub(t0)))
+			sc.tick(t1) // CPUNs
 			stats.Records.Add(int64(n))
 		}
 		if gl != nil {
@@ -1520,7 +1523,7 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 			return
 		}
 		if !got {
-			t0 := sched.ThreadCPU()
+			t0 := sc.waitBegin()
 			r.bell.wait(ready)
 			sc.waited(t0)
 		}
