@@ -25,8 +25,7 @@ import (
 //
 // The thread clock is a system call (not vDSO: ~0.3–1 µs), so the data
 // path does not read it per batch. It is read at begin and end, around a
-// wait that outlasts its first spins (quickSpins; a shorter wait is
-// counted by the monotonic clock, vDSO, as waiting on a CPU), and, for a
+// push or pop that could not complete at once and other waits, and, for a
 // stage that publishes its work (a channel's ChannelStats.CPUNs), at most
 // once per cpuSampleEvery of the stage's time in tick. Every reading
 // publishes the work so far, so the published figure trails the truth by
@@ -62,13 +61,6 @@ type stageCPU struct {
 // published work within 1 ms of the truth, 0.1 % of the elastic
 // controller's default 1 s period.
 const cpuSampleEvery = time.Millisecond
-
-// quickSpins is how many times push and pop re-try a ring before they
-// read the thread clock and wait in the ring's own way: a wait that ends
-// within them (about 0.3 µs, the thread on a CPU all along) counts by the
-// monotonic clock, so that the short waits of a busy pipeline do not pay
-// two system calls each.
-const quickSpins = 64
 
 // stageCPUOff turns the accounts off: no thread clock is read, reports
 // show 0 CPU per stage and no serial fraction, and the channels' CPUNs is
@@ -159,48 +151,21 @@ func (s *stageCPU) pop(rg *ring.SPSC[*core.Batch]) (*core.Batch, error) {
 	return popWaiting(s, rg)
 }
 
-// pushWaiting is rg.Push with the waiting, if any, accounted in s: a wait
-// that ends within quickSpins re-tries by the monotonic clock, a longer
-// one by the thread clock. blockedNs counts both (the splitter's
-// congestion index sums it).
+// pushWaiting is rg.Push with the waiting, if any, accounted in s.
 func pushWaiting[T any](s *stageCPU, rg *ring.SPSC[T], v T) (blockedNs int64, err error) {
 	if rg.TryPush(v) {
 		return 0, nil
 	}
-	var spun time.Duration
-	if !stageCPUOff {
-		w0 := time.Now()
-		for range quickSpins {
-			if rg.TryPush(v) {
-				spun = time.Since(w0)
-				s.acc += spun
-				return int64(spun), nil
-			}
-		}
-		spun = time.Since(w0)
-		s.acc += spun
-	}
 	t0 := s.waitBegin()
 	blockedNs, err = rg.Push(v)
 	s.waited(t0)
-	return blockedNs + int64(spun), err
+	return blockedNs, err
 }
 
-// popWaiting is rg.Pop with the waiting, if any, accounted in s, as
-// pushWaiting.
+// popWaiting is rg.Pop with the waiting, if any, accounted in s.
 func popWaiting[T any](s *stageCPU, rg *ring.SPSC[T]) (T, error) {
 	if v, ok := rg.TryPop(); ok {
 		return v, nil
-	}
-	if !stageCPUOff {
-		w0 := time.Now()
-		for range quickSpins {
-			if v, ok := rg.TryPop(); ok {
-				s.acc += time.Since(w0)
-				return v, nil
-			}
-		}
-		s.acc += time.Since(w0)
 	}
 	t0 := s.waitBegin()
 	v, err := rg.Pop()
