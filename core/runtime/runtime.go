@@ -1086,7 +1086,6 @@ func (r *run) startChannel(c, n int, in input, out *ring.SPSC[*core.Batch], wm i
 	st.alive.Store(true)
 	r.wg.Add(1)
 	sc := r.newReplicatedStageCPU("channel", c)
-	sc.work = &st.CPUNs
 	r.placer.Start("channel", c, func() {
 		defer r.wg.Done()
 		defer r.recoverStage("channel", c)
@@ -1207,7 +1206,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			gl.moved(nil, join.gains(c))
 		}
 	}
-	sc.markWork() // CPUNs counts the work from here on
+	sc.publishWork(&stats.CPUNs)
 	var held *holding
 	for {
 		b, err := in.pop(sc)

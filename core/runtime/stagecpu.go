@@ -45,11 +45,12 @@ type stageCPU struct {
 	// report reads it).
 	records atomic.Int64
 
-	// work, when set (before begin), receives the stage's work in ns
+	// work, once set (publishWork), receives the stage's work in ns
 	// (thread CPU less waiting) as the readings find it: a channel's
-	// ChannelStats.CPUNs. published is what it has received, from the
-	// count's zero (markWork); sampled is the monotonic time of the last
-	// reading tick made. Stage goroutine only.
+	// ChannelStats.CPUNs. published is the work up to the last reading
+	// (from begin; work has received what came after publishWork);
+	// sampled is the monotonic time of the last reading tick made. Stage
+	// goroutine only.
 	work      *atomic.Int64
 	published time.Duration
 	sampled   time.Time
@@ -95,15 +96,16 @@ func (s *stageCPU) end() {
 	goruntime.UnlockOSThread()
 }
 
-// markWork makes the stage's work so far the zero of what it publishes
-// (one clock reading): what follows is the work the published figure
-// counts (a channel's work after its restore or join).
-func (s *stageCPU) markWork() {
+// publishWork starts publishing the stage's work from now on to work (one
+// clock reading): a channel's CPUNs counts its work after its restore or
+// join. Stage goroutine only.
+func (s *stageCPU) publishWork(work *atomic.Int64) {
 	if stageCPUOff {
 		return
 	}
 	s.published = sched.ThreadCPU() - s.start - s.acc
 	s.sampled = time.Now()
+	s.work = work
 }
 
 // tick is called by a stage that publishes its work after each data batch,

@@ -16,20 +16,24 @@ func burn(d time.Duration) {
 
 // tick reads the thread clock only once cpuSampleEvery has passed (by the
 // monotonic time it is given) since the last reading, each reading
-// publishes the work since markWork, and end publishes the rest: what a
-// channel publishes adds up to its stage's work after markWork.
+// publishes the work since publishWork, and end publishes the rest: what a
+// channel publishes adds up to its stage's work after publishWork.
 func TestStageCPUTickSamples(t *testing.T) {
 	if sched.ThreadCPU() == 0 {
 		t.Skip("no thread clock")
 	}
 	var published atomic.Int64
-	s := &stageCPU{work: &published}
+	s := &stageCPU{}
 	s.begin()
-	burn(100 * time.Microsecond) // before markWork: not published
-	s.markWork()
+	burn(100 * time.Microsecond)
+	s.waited(s.waitBegin()) // before publishWork: not published
+	s.publishWork(&published)
 	before, t0 := s.published, s.sampled
 	if before < 100*time.Microsecond {
-		t.Fatalf("work before markWork %v, want ≥ 100µs", before)
+		t.Fatalf("work before publishWork %v, want ≥ 100µs", before)
+	}
+	if p := published.Load(); p != 0 {
+		t.Fatalf("published %d ns of the work before publishWork", p)
 	}
 	burn(100 * time.Microsecond)
 	s.tick(t0.Add(cpuSampleEvery - 1))
@@ -49,7 +53,7 @@ func TestStageCPUTickSamples(t *testing.T) {
 	s.acc += 50 * time.Microsecond // as a wait would: not work
 	s.end()
 	if p, want := published.Load(), int64(s.cpu-s.wait-before); p != want || p < p1+int64(50*time.Microsecond) {
-		t.Fatalf("published %d ns at the end, want %d (stage CPU %v, waiting %v, before markWork %v)", p, want, s.cpu, s.wait, before)
+		t.Fatalf("published %d ns at the end, want %d (stage CPU %v, waiting %v, before publishWork %v)", p, want, s.cpu, s.wait, before)
 	}
 }
 
@@ -59,9 +63,9 @@ func TestStageCPUOff(t *testing.T) {
 	stageCPUOff = true
 	defer func() { stageCPUOff = false }()
 	var published atomic.Int64
-	s := &stageCPU{work: &published}
+	s := &stageCPU{}
 	s.begin()
-	s.markWork()
+	s.publishWork(&published)
 	burn(100 * time.Microsecond)
 	s.tick(time.Now().Add(time.Hour))
 	s.waited(s.waitBegin())
