@@ -17,7 +17,6 @@ import (
 	"streamd/core"
 	"streamd/kvstate"
 	"streamd/ring"
-	"streamd/sched"
 	"streamd/snapshot"
 )
 
@@ -129,7 +128,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			return end, nil
 		}
 		if in.cur == nil {
-			t0 := sched.ThreadCPU()
+			t0 := sc.waitBegin()
 			var w0 int64
 			if in.starved != nil {
 				w0 = in.now()

@@ -12,7 +12,6 @@ import (
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
-	"streamd/sched"
 )
 
 // Elastic configures the controller that changes a region's channel count
@@ -183,7 +182,7 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
-	cpu0 := sched.ThreadCPU()
+	cpu0 := r.srcCPU.waitBegin()
 	err := r.drain(sp)
 	r.srcCPU.waited(cpu0)
 	if err != nil {
@@ -320,7 +319,7 @@ func (r *run) adopt(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 		return nil
 	}
 	for k := 0; k < rc.expect[c]; k++ {
-		t0 := sched.ThreadCPU()
+		t0 := sc.waitBegin()
 		h, err := r.receive(c, rc)
 		sc.waited(t0)
 		if err != nil {

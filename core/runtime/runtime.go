@@ -152,10 +152,13 @@ type ChannelStats struct {
 	Records atomic.Int64 // records processed
 	BusyNs  atomic.Int64 // ns inside operators, waits excluded
 	// CPUNs is the channel thread's CPU time working, in ns: thread CPU
-	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings, read
-	// after each data batch (one clock read per batch). Unlike BusyNs it
-	// does not count time the thread was descheduled. 0 where the clock is
-	// missing.
+	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings,
+	// from after its restore or join. The clock is sampled (stageCPU.tick:
+	// at most every cpuSampleEvery, 1 ms, of data batches, at every wait
+	// and at the end), so the figure trails the work by at most 1 ms while
+	// the channel is busy. Unlike BusyNs it does not count time the thread
+	// was descheduled. 0 where the clock is missing or the accounts are
+	// off.
 	CPUNs atomic.Int64
 	// PauseNs is the time the channel paused in live reconfigurations
 	// (channel changes and rebalance steps), ns.
@@ -1198,7 +1201,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			gl.moved(nil, join.gains(c))
 		}
 	}
-	lastWork := sc.work()
+	sc.publishWork(&stats.CPUNs)
 	var held *holding
 	for {
 		b, err := in.pop(sc)
@@ -1253,10 +1256,9 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		t0 := time.Now()
 		err = chain.Push(b)
 		if kind == core.Data {
-			stats.BusyNs.Add(int64(time.Since(t0)))
-			w := sc.work()
-			stats.CPUNs.Add(int64(w - lastWork))
-			lastWork = w
+			t1 := time.Now()
+			stats.BusyNs.Add(int64(t1.Sub(t0)))
+			sc.tick(t1) // CPUNs
 			stats.Records.Add(int64(n))
 		}
 		if gl != nil {
@@ -1515,7 +1517,7 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 			return
 		}
 		if !got {
-			t0 := sched.ThreadCPU()
+			t0 := sc.waitBegin()
 			r.bell.wait(ready)
 			sc.waited(t0)
 		}
