@@ -236,6 +236,7 @@ func (r *run) newReplicatedStageCPU(stage string, index int) *stageCPU {
 }
 
 func (r *run) openStageCPU(sc *stageCPU) *stageCPU {
+	sc.shared = r.parkSoon
 	r.cpuMu.Lock()
 	r.cpus = append(r.cpus, sc)
 	r.cpuMu.Unlock()

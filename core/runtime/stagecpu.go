@@ -13,12 +13,24 @@ import (
 )
 
 // stageCPU is one stage's CPU account: the thread CPU time
-// (CLOCK_THREAD_CPUTIME_ID) of the OS thread the stage is locked to for its
-// whole life, and the part of it spent waiting on rings and doorbells
+// (CLOCK_THREAD_CPUTIME_ID) of the OS thread the stage is locked to while
+// it works, and the part of it spent waiting on rings and doorbells
 // (spinning, yielding; a parked thread uses none). The serial fraction
-// leaves the waiting out of both sides (docs/ARCHITECTURE.md, "CPU per stage
-// and the serial fraction"): otherwise spinning workers would make it look
-// small.
+// leaves the waiting out of both sides (docs/ARCHITECTURE.md, "CPU per
+// stage and the serial fraction"): otherwise spinning workers would make
+// it look small.
+//
+// A stage with a core of its own stays locked to its thread for its whole
+// life. A stage that shares cores with others (shared: no core to spare,
+// the stages unpinned and the rings parking at once) is locked only while
+// it works: it unlocks its thread for every wait that reads the clock and
+// locks it again after. A locked goroutine that parks puts its thread to
+// sleep and hands its P to another thread, and its wake hands the P back:
+// two thread switches a wait, which on 2 cores with 6 stages cost a
+// quarter of the wall time. Across such a wait the goroutine may come back
+// on another thread, whose clock says nothing of it; the account then
+// counts the wait as no CPU (the ring parks at once: its spin is about a
+// µs) and carries on from the new thread's clock.
 //
 // Only the stage's goroutine writes it, between begin and end; report
 // reads it after end (the run's WaitGroup orders the two) or, for a live
@@ -36,8 +48,14 @@ type stageCPU struct {
 	stage      string // "source", "channel", "merger", "output", "writer"
 	index      int
 	replicated bool // a channel, or one of several source workers
+	// shared says the stage shares cores: its thread is locked only while
+	// it works (set before begin, by the run: run.parkSoon).
+	shared bool
 
-	start time.Duration // thread CPU at begin
+	// start is the thread CPU at begin, moved on past every wait of a
+	// shared stage by the thread clock the wait spanned (waited), so that
+	// clock − start is always the stage's CPU so far.
+	start time.Duration
 	mu    sync.Mutex    // guards cpu and wait for live readers
 	cpu   time.Duration // thread CPU from begin to end
 	wait  time.Duration // of which waiting
@@ -68,7 +86,7 @@ const cpuSampleEvery = time.Millisecond
 // show 0 CPU per stage and no serial fraction, and the channels' CPUNs is
 // 0 (the elastic controller then uses BusyNs). It exists to measure what
 // the accounts cost (STREAMD_STAGE_CPU=off, read once at start;
-// docs/PERFORMANCE.md, "What measuring costs"); nothing else sets it.
+// docs/PERFORMANCE-LOG.md, "What measuring costs"); nothing else sets it.
 var stageCPUOff = os.Getenv("STREAMD_STAGE_CPU") == "off"
 
 // threadCPU is sched.ThreadCPU, or 0 when the accounts are off.
@@ -133,16 +151,29 @@ func (s *stageCPU) publish(c time.Duration) {
 }
 
 // waitBegin is a thread clock reading before a wait (which publishes the
-// work up to it); waited, with it, accounts the wait.
+// work up to it); waited, with it, accounts the wait. A shared stage's
+// thread is unlocked from waitBegin to waited: the two always come in
+// pairs, on the stage's goroutine.
 func (s *stageCPU) waitBegin() time.Duration {
 	c := threadCPU()
 	s.publish(c)
+	if s.shared {
+		goruntime.UnlockOSThread()
+	}
 	return c
 }
 
 // waited adds the thread CPU used since t0 (a waitBegin reading) to the
-// waiting.
-func (s *stageCPU) waited(t0 time.Duration) { s.acc += threadCPU() - t0 }
+// waiting; for a shared stage it locks the thread again and counts the
+// wait as no CPU, whichever thread it comes back on.
+func (s *stageCPU) waited(t0 time.Duration) {
+	if s.shared {
+		goruntime.LockOSThread()
+		s.start += threadCPU() - t0
+		return
+	}
+	s.acc += threadCPU() - t0
+}
 
 // push is rg.Push with the waiting, if any, accounted.
 func (s *stageCPU) push(rg *ring.SPSC[*core.Batch], b *core.Batch) (blockedNs int64, err error) {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,5 +73,52 @@ func TestStageCPUOff(t *testing.T) {
 	s.end()
 	if s.cpu != 0 || s.wait != 0 || published.Load() != 0 {
 		t.Fatalf("accounts off: cpu %v, wait %v, published %d", s.cpu, s.wait, published.Load())
+	}
+}
+
+// spin runs n rounds of arithmetic, CPU on whichever thread the goroutine
+// is on (no clock read: an unlocked goroutine may change threads).
+func spin(n int) uint64 {
+	x := uint64(1)
+	for i := range n {
+		x = x*6364136223846793005 + uint64(i)
+	}
+	return x
+}
+
+var spinSink uint64
+
+// A shared stage (its stages share cores) counts the CPU between
+// waitBegin and waited as none — its thread is unlocked there and the
+// wait may end on another thread — and everything around the wait by the
+// thread clock; a stage with a core of its own counts the wait's CPU as
+// waiting. The work inside the wait is several times the work around it,
+// so counting it would be plain.
+func TestStageCPUSharedSkipsWaits(t *testing.T) {
+	// Rounds of spin worth about 40 ms of CPU on this machine, measured
+	// on a locked thread.
+	goruntime.LockOSThread()
+	c0 := sched.ThreadCPU()
+	spinSink += spin(1 << 22)
+	per := sched.ThreadCPU() - c0
+	goruntime.UnlockOSThread()
+	rounds := max(1<<20, int(float64(1<<22)*float64(40*time.Millisecond)/float64(max(per, time.Microsecond))))
+
+	for _, shared := range []bool{true, false} {
+		s := &stageCPU{stage: "channel", shared: shared}
+		s.begin()
+		burn(5 * time.Millisecond)
+		t0 := s.waitBegin()
+		spinSink += spin(rounds) // the "wait": ~40 ms
+		s.waited(t0)
+		burn(5 * time.Millisecond)
+		s.end()
+		if shared {
+			if s.cpu < 10*time.Millisecond || s.cpu > 25*time.Millisecond || s.wait != 0 {
+				t.Errorf("shared: cpu %v wait %v, want the 10 ms around the wait and no waiting", s.cpu, s.wait)
+			}
+		} else if s.cpu < 40*time.Millisecond || s.wait < 30*time.Millisecond {
+			t.Errorf("own core: cpu %v wait %v, want the wait's ~40 ms in both", s.cpu, s.wait)
+		}
 	}
 }
