@@ -3,7 +3,7 @@
 # network, from binaries built here:
 #
 #   scripts/device.sh prep DIR      here: build what the others run into DIR
-#   scripts/device.sh open DIR      there: the measurements the open issues need (a few minutes)
+#   scripts/device.sh open DIR      there: the many-core figures: scaling, elastic, checkpoints, latency (a few minutes)
 #   scripts/device.sh check DIR     there: ring and sched, keyed region, scaling by channels, flights
 #   scripts/device.sh elastic DIR   there: the elastic demonstration, levels and DS2
 #   scripts/device.sh ring DIR      there: the ring and sched benchmarks alone
@@ -89,6 +89,7 @@ prep() {
 # unpack: sets bin to a directory holding the binaries and exports
 # STREAMD_BIN and STREAMD_DATA.
 unpack() {
+  [ -d "$dir" ] || { echo "scripts/device.sh: $dir is not a directory (make it with scripts/device.sh prep DIR)" >&2; exit 2; }
   dir=$(cd "$dir" && pwd)
   if [ -d "$dir/gz" ]; then
     bin=$(mktemp -d)

@@ -49,7 +49,7 @@ type metricsServer struct {
 // listenMetrics listens on addr (host:port; port 0 picks one) and serves
 // until close.
 func listenMetrics(addr string, job *runtime.Job, size int64, lat *latency) (*metricsServer, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", loopbackDefault(addr))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -297,7 +297,7 @@ func b2f(b bool) float64 {
 // on a mux of its own. (Importing net/http/pprof also registers them on
 // http.DefaultServeMux, which streamd never serves.)
 func listenPprof(addr string) (*http.Server, net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", loopbackDefault(addr))
 	if err != nil {
 		return nil, nil, fmt.Errorf("pprof: %w", err)
 	}
@@ -407,4 +407,16 @@ func (o *observers) close() {
 	if o.pprof != nil {
 		o.pprof.Close()
 	}
+}
+
+// loopbackDefault makes a bare ":port" (no host) bind loopback
+// (127.0.0.1), as --control-addr does: profiles and metrics are served to
+// the network only when a host is named (0.0.0.0:9090, an interface's
+// address). Anything else is returned as it is, for net.Listen to judge.
+func loopbackDefault(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -257,5 +258,30 @@ func TestRunProfileFlags(t *testing.T) {
 	code, _, stderr = cli(t, "run", job, "--quiet", "--metrics-addr", "127.0.0.1:-1")
 	if code != 2 || !strings.Contains(stderr, "metrics:") {
 		t.Errorf("bad --metrics-addr: exit %d, stderr %q; want 2, a metrics error", code, stderr)
+	}
+}
+
+// A bare ":port" serves profiles and metrics on loopback only; a named
+// host is kept (checked by name, not by binding every interface here).
+func TestObserverAddrLoopbackDefault(t *testing.T) {
+	for in, want := range map[string]string{
+		":0":           "127.0.0.1:0",
+		":9090":        "127.0.0.1:9090",
+		"0.0.0.0:9090": "0.0.0.0:9090",
+		"[::1]:7":      "[::1]:7",
+		"localhost:8":  "localhost:8",
+		"nonsense":     "nonsense",
+	} {
+		if got := loopbackDefault(in); got != want {
+			t.Errorf("loopbackDefault(%q) = %q, want %q", in, got, want)
+		}
+	}
+	srv, ln, err := listenPprof(":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if a := ln.Addr().(*net.TCPAddr); !a.IP.IsLoopback() {
+		t.Errorf("pprof on :0 listens on %s, want loopback", a)
 	}
 }

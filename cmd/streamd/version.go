@@ -30,6 +30,9 @@ func printVersion(w io.Writer) error {
 	return err
 }
 
+// noStamp is the commit of a binary that carries no VCS stamp, with why.
+const noStamp = "unknown (no VCS stamp: go run, -buildvcs=false in GOFLAGS, or a build outside a git checkout)"
+
 // versionText formats bi, one field a line:
 //
 //	streamd v1.2.0                        the module version; (devel) for a build in a checkout
@@ -70,7 +73,7 @@ func versionText(bi *debug.BuildInfo) string {
 	commit := settings["vcs.revision"]
 	switch {
 	case commit == "":
-		commit = "unknown"
+		commit = noStamp
 	case settings["vcs.modified"] == "true":
 		commit += "+dirty"
 	}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/bench.sh elastic — the elastic controllers on the real runtime, as
 # measurements (not tests: the figures depend on the machine and its load).
-# Issue "Elastic controller quality" and docs/PERFORMANCE-LOG.md, "Elastic
-# controllers on the real runtime". Three parts, each policy in turn:
+# The runs behind docs/PERFORMANCE-LOG.md, "Elastic controllers on the
+# real runtime". Three parts, each policy in turn:
 #
 #  1. calibrate: the job below with the controller off, no rate limit, at
 #     each count of CALIB_CHANNELS (default "1 2"): records/s of each,
