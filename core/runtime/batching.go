@@ -342,6 +342,10 @@ type ringInput struct {
 	// q[i:] are the pieces of the last gathered batch not yet returned.
 	q []*core.Batch
 	i int
+	// beforeTake, when set (tests), runs between finding the ring empty
+	// and taking the slot: the window in which the splitter may push and
+	// gather more.
+	beforeTake func()
 }
 
 func (in *ringInput) Cancel()  { in.rg.Cancel() }
@@ -372,6 +376,9 @@ func (in *ringInput) tryPop() (*core.Batch, bool) {
 	if !ok && in.stolen == nil && in.held != nil && in.held.slot.Load() != nil {
 		// The ring is empty: take what the splitter gathered, after what
 		// it pushed before it (see held).
+		if in.beforeTake != nil {
+			in.beforeTake()
+		}
 		if s := in.held.slot.Swap(nil); s != nil {
 			if in.rg.Popped() == s.Queued {
 				b, ok = s, true
