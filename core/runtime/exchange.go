@@ -568,7 +568,7 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	}
 	sp.table = table // one table, read-only, shared by the workers
 	sp.force = r.job.forcePieces
-	if lg := batchLinger(r.job); lg > 0 {
+	if lg := r.job.BatchLinger; lg > 0 { // only when asked for (Job.BatchLinger)
 		sp.gatherOn(lg, r.clock())
 		sp.flat = true
 	}
