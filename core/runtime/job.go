@@ -69,8 +69,8 @@ type Job struct {
 	// data batch boundaries only, never records, markers or their order:
 	// the output does not depend on it. Source workers gather only when
 	// it is set (> 0), each within a block (batching.go): by default they
-	// do not, as on the flights job gathering there cost 10–25 % more CPU
-	// at 4 channels (docs/ARCHITECTURE.md, "Adaptive batching").
+	// do not, as on the flights job gathering there cost 5–24 % more CPU
+	// at 2–4 channels (docs/ARCHITECTURE.md, "Adaptive batching").
 	BatchLinger time.Duration
 	// Placer pins stage goroutines to cores; nil runs them unpinned.
 	Placer Placer
