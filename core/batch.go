@@ -2,8 +2,9 @@ package core
 
 import "math"
 
-// BatchSize is the default number of records a batch holds (DESIGN.md,
-// hot-path rule 5: batches close on size or on a short linger).
+// BatchSize is the default number of records a batch holds
+// (docs/ARCHITECTURE.md, "Hot-path rules", 5: batches close on size or on
+// a short linger).
 const BatchSize = 512
 
 // NoTime is the event time of a record that has none, and the watermark
@@ -30,7 +31,8 @@ const (
 	// End marks end of stream: nothing follows it on that ring.
 	End
 	// Reconfig marks the point in the splitter's order where the channel
-	// count changes (prepare → sync → update, DESIGN.md).
+	// count changes (prepare → sync → update, docs/ARCHITECTURE.md,
+	// "Live channel changes").
 	Reconfig
 	// Update marks the sync point of a change of logic: operators after
 	// it run the new logic, records before it saw the old (the runtime's

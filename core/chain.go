@@ -2,8 +2,9 @@ package core
 
 // Chain is a sequence of fused operators run on one goroutine: each
 // operator's emitter calls the next operator directly, batch by batch
-// (DESIGN.md: operators inside a stage are fused; rings exist only at stage
-// boundaries). The last emitter hands batches to the stage's output.
+// (docs/ARCHITECTURE.md, "Stages and data flow": operators inside a stage
+// are fused; rings exist only at stage boundaries). The last emitter hands
+// batches to the stage's output.
 type Chain struct {
 	ops      []Operator
 	outs     []*Emitter

@@ -6,8 +6,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// HashKey hashes a record's key fields with xxhash (DESIGN.md, hot-path rule
-// 4: hashed once, at the splitter; the hash travels with the record).
+// HashKey hashes a record's key fields with xxhash (docs/ARCHITECTURE.md,
+// "Hot-path rules", 4: hashed once, at the splitter; the hash travels with
+// the record).
 func HashKey(row []Value, idx []int, types []Type) uint64 {
 	if len(idx) == 1 {
 		return hashValue(types[0], row[idx[0]])

@@ -27,7 +27,7 @@ type Source interface {
 }
 
 // Linger is how long a waiting source holds a partly filled batch before
-// handing it on (DESIGN.md, hot-path rule 5), in ns.
+// handing it on (docs/ARCHITECTURE.md, "Hot-path rules", 5), in ns.
 const Linger = 100_000
 
 // Sink consumes the job's output. A sink is driven by one goroutine.
@@ -64,10 +64,10 @@ type Lagging interface {
 }
 
 // Splittable is implemented by sources whose input divides into blocks
-// that several source workers can read at once (DESIGN.md, "Where the
-// design goes next": splits): the row groups of a Parquet file, the
-// sub-streams of a seeded generator, byte ranges of a CSV or JSON-lines
-// file.
+// that several source workers can read at once (docs/ARCHITECTURE.md,
+// "Parallel sources and the M×N exchange"): the row groups of a Parquet
+// file, the sub-streams of a seeded generator, byte ranges of a CSV or
+// JSON-lines file.
 //
 // Blocks are fixed by the input alone — never by the number of readers,
 // timing or sizes chosen at run time: block b's records are exactly the
@@ -105,7 +105,8 @@ type Splittable interface {
 
 // EncodingSink is a sink whose records several goroutines can encode at
 // once, while one goroutine writes the encoded bytes in output order
-// (DESIGN.md: encoding in parallel, the one serial step writes bytes).
+// (docs/ARCHITECTURE.md, "Parallel output": encoding in parallel, the one
+// serial step writes bytes).
 // The runtime uses it in place of Write when it runs parallel output
 // workers; a sink must work both ways.
 type EncodingSink interface {

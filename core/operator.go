@@ -5,9 +5,9 @@ import (
 )
 
 // Operator turns batches of its input schema into batches of its output
-// schema, one batch per call (DESIGN.md, hot-path rule 2). An Operator
-// instance is used by one goroutine only; a parallel region holds one
-// instance per channel.
+// schema, one batch per call (docs/ARCHITECTURE.md, "Hot-path rules", 2).
+// An Operator instance is used by one goroutine only; a parallel region
+// holds one instance per channel.
 //
 // Lifecycle of an instance:
 //

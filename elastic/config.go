@@ -13,9 +13,9 @@ var ErrInvalidConfig = errors.New("elastic: invalid config")
 // MinPeriodNs is the shortest adaptation period a [Config] may have: 10 ms,
 // in ns. The runtime steps the policy after a source batch once a period has
 // passed, and a change of the channel count pauses the region for 0.1–30 ms
-// (docs/PERFORMANCE.md); periods much shorter than that measure the pauses
-// and the batching, not the load, and step the policy after nearly every
-// batch.
+// (docs/PERFORMANCE-LOG.md, "Elastic scaling"); periods much shorter than
+// that measure the pauses and the batching, not the load, and step the
+// policy after nearly every batch.
 const MinPeriodNs int64 = 10e6
 
 // Config holds the parameters of every policy. Start from [DefaultConfig]
@@ -97,11 +97,12 @@ type Config struct {
 	// CoolDownPeriods is the least number of periods a policy sees at a
 	// channel count after changing it before it changes it again
 	// (cooldown_periods; default 3, at least 1, warm-up included). Every
-	// change pauses the region (docs/PERFORMANCE.md: p99 up to ~30 ms on 2
-	// vCPUs) and the runtime discards the period it takes effect in, so with
-	// 3 changes come at most every 4 periods and pauses stay below 1 % of
-	// the time even when changes follow each other; the window needs 2 of
-	// them to see a majority anyway.
+	// change pauses the region (docs/PERFORMANCE-LOG.md, "Elastic
+	// scaling": p99 up to ~30 ms on 2 vCPUs) and the runtime discards the
+	// period it takes effect in, so with 3 changes come at most every 4
+	// periods and pauses stay below 1 % of the time even when changes
+	// follow each other; the window needs 2 of them to see a majority
+	// anyway.
 	CoolDownPeriods int
 	// MinGain is the gain rule (min_gain; default 0.1, in (0, 1]): adding
 	// channels pays when the throughput rises by at least MinGain times the

@@ -11,7 +11,7 @@ package elastic
 // downstream rule reads idle channels as a bottleneck downstream, and the
 // level controller's P5 sees no gain over the level below; the growing
 // backlog then sends them up again, a down-and-up cycle per few periods
-// (docs/PERFORMANCE.md, "Elastic controllers on the real runtime").
+// (docs/PERFORMANCE-LOG.md, "Elastic controllers on the real runtime").
 //
 // So a congested window whose channels were descheduled for more than
 // starvedShare of their busy time ([Period.Descheduled], thread CPU
@@ -31,7 +31,7 @@ package elastic
 // Quiet, the channels of examples/elastic lose a few per cent (7 % for 2
 // channels on the 2-vCPU VM); on the VM loaded by other builds 2 channels
 // lost 39 % while delivering two thirds of their quiet throughput
-// (docs/PERFORMANCE.md).
+// (docs/PERFORMANCE-LOG.md, "A loaded machine").
 const starvedShare = 0.2
 
 // starvedRun is the count of consecutive periods with the channels

@@ -10,7 +10,7 @@ import (
 
 // TestReplay replays timelines recorded on the real runtime
 // (testdata/timelines/POLICY-CASE.csv, `streamd run --elastic-log` of
-// scripts/elastic-real.sh's jobs; testdata/timelines/README says which
+// scripts/bench.sh elastic's jobs; testdata/timelines/README says which
 // runs) into both policies, open loop: each policy is given the recorded
 // periods, whatever it decides (the channel counts are the recorded ones).
 //
@@ -60,7 +60,7 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// replayConfig is the config of scripts/elastic-real.sh's jobs as the
+// replayConfig is the config of scripts/bench.sh elastic's jobs as the
 // runtime builds it: the defaults, 1–4 channels, starting at 1.
 func replayConfig() Config {
 	cfg := DefaultConfig()

@@ -3,11 +3,13 @@ package ring_test
 import (
 	"context"
 	"os"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"streamd/ring"
 	"streamd/sched"
@@ -70,7 +72,7 @@ func pair(b *testing.B, pinned bool, producer, consumer func()) {
 }
 
 // benchCPUs returns the CPUs for producer and consumer:
-// STREAMD_BENCH_CPUS="a,b" when set (scripts/device-ring.sh uses it to
+// STREAMD_BENCH_CPUS="a,b" when set (scripts/device.sh ring uses it to
 // choose two physical cores, or two SMT siblings), else the first two
 // usable CPUs.
 func benchCPUs(b *testing.B) []int {
@@ -254,4 +256,56 @@ func BenchmarkRoundTrip(b *testing.B) {
 		})
 		perRoundTrip(b)
 	})
+}
+
+// BenchmarkSharedCore moves batches of 8 items through a 64-slot ring
+// between two plain goroutines on one P (GOMAXPROCS 1): the two stages
+// share a core, as they do when a job has more stages than cores. With
+// the default yield budget a blocked side yields its thread for 100 µs
+// while the peer it waits for cannot run (it needs the P the yielder
+// holds); with 0 (what the runtime sets there: core/runtime spareCore)
+// it spins, then parks and gives the P to the peer.
+//
+//	BenchmarkSharedCore/yield-100us   the default budget
+//	BenchmarkSharedCore/yield-0       spin, then park
+func BenchmarkSharedCore(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		yield time.Duration
+	}{{"yield-100us", 100 * time.Microsecond}, {"yield-0", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+			b.ReportAllocs()
+			r := mustRing(b, 64)
+			r.SetYield(c.yield)
+			src := make([]*item, 8)
+			for i := range src {
+				src[i] = &items[i]
+			}
+			done := make(chan int)
+			go func() {
+				dst := make([]*item, 64)
+				got := 0
+				for {
+					n, err := r.PopN(dst)
+					if err != nil {
+						done <- got
+						return
+					}
+					got += n
+				}
+			}()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += len(src) {
+				if _, err := r.PushN(src[:min(len(src), b.N-i)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r.Close()
+			if got := <-done; got != b.N {
+				b.Fatalf("got %d of %d", got, b.N)
+			}
+			perItem(b)
+		})
+	}
 }

@@ -49,11 +49,12 @@
 //
 // The Try* methods never block. Push, PushN, Pop and PopN wait with a
 // three-step strategy: a bounded spin re-reading the peer's index, then
-// sched_yield(2) between tries until about 100 µs have passed, then parking
-// on a per-side 1-buffered Go channel (wait.go says why these bounds). A side publishes and then checks (one atomic load)
-// whether its peer is parked; only then does it pay for a channel send. The
-// steady state therefore has no syscall, no lock and no channel operation
-// per item. The lost-wakeup argument is in wait.go.
+// sched_yield(2) between tries until about 100 µs have passed (SetYield;
+// 0 where threads outnumber cores), then parking on a per-side 1-buffered
+// Go channel (wait.go says why these bounds). A side publishes and then
+// checks (one atomic load) whether its peer is parked; only then does it
+// pay for a channel send. The steady state therefore has no syscall, no
+// lock and no channel operation per item. The lost-wakeup argument is in wait.go.
 //
 // # Ending
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -127,6 +128,7 @@ func TestPropConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.SetYield(yieldGen.Draw(t, "yield"))
 		perr := make(chan error, 1)
 		go func() { perr <- produce(r, n, prog) }()
 		got := consume(r, cons)
@@ -146,6 +148,11 @@ func TestPropConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// yieldGen draws a side's yield budget: the default, or 0 as the runtime
+// sets it where stages share cores (spin, then park at once: the parking
+// protocol runs on almost every wait).
+var yieldGen = rapid.SampledFrom([]time.Duration{yieldFor, 0})
 
 // maxTryFails bounds a run of failed try operations: then the side uses the
 // blocking variant once. Without it a program made only of try operations
@@ -261,6 +268,7 @@ func TestPropCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.SetYield(yieldGen.Draw(t, "yield"))
 		perr := make(chan error, 1)
 		go func() {
 			buf := make([]int, batch)

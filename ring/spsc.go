@@ -96,8 +96,9 @@ func New[T any](capacity int) (*SPSC[T], error) {
 // SetYield sets how long a blocked Push or Pop keeps yielding its thread
 // (sched_yield) before it parks, default 100 µs (see wait.go). When the
 // process has more busy threads than cores, yielding steals time from the
-// peer it waits for: a short budget (or 0: spin, then park) is better.
-// Call it before the ring is shared.
+// peer it waits for: 0 (spin, then park) is better. It sets both sides.
+// Call it before the ring is shared (it is a plain field that both sides
+// read while they wait).
 func (r *SPSC[T]) SetYield(d time.Duration) { r.yield = d }
 
 // Cap returns the capacity: the most values the ring holds at once.

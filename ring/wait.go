@@ -22,6 +22,19 @@ import "time"
 //     10× slower with a 10 µs budget than with 100 µs). Hence a budget a
 //     little above the wake cost: a side that parks has been idle for long
 //     enough that the wake cost no longer matters.
+//
+// The yield step is for threads that have a core each, with one to spare
+// for everything else (pinned stages): there a yield lets a runtime or OS
+// thread run for a moment and the peer is most likely running elsewhere.
+// Where more threads want to run than there are cores (stages that share
+// cores, or a core left without a spare), it is wrong twice: the waiting
+// goroutine keeps its P, and the thread gives its core only to one that is
+// runnable right then, so a side can hold the core its peer needs, for the
+// whole budget, over and over. The owner of the rings knows the cores and
+// the stages and sets the budget per ring with SetYield: 0 then, so that a
+// blocked side spins and parks (core/runtime: spareCore). The spin is kept:
+// on two cores the peer may well run on the other one, and a spin that
+// does not succeed costs about 1 µs before a park that costs tens.
 const (
 	spinSteps = 256
 	yieldFor  = 100 * time.Microsecond

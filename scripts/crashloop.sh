@@ -24,9 +24,8 @@ job="${1:?usage: crashloop.sh JOB.yaml OUTPUT [rounds] [kills]}"
 out="${2:?usage: crashloop.sh JOB.yaml OUTPUT [rounds] [kills]}"
 rounds="${3:-20}"
 kills="${4:-3}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="${STREAMD_BIN:-$root/bin/streamd}"
-[ -x "$bin" ] || (cd "$root" && go build -o "$bin" ./cmd/streamd)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bin="$(streamd_bin "$root/bin/streamd")"
 run_timeout="${RUN_TIMEOUT:-120}"
 ckdir="$(grep -A3 '^checkpoint:' "$job" | sed -nE 's/.*dir: *([^,}]+).*/\1/p' | head -1 | xargs)"
 case "$ckdir" in /*) ;; *) ckdir="$(dirname "$job")/$ckdir" ;; esac

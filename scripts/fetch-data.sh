@@ -6,7 +6,7 @@
 #
 # Then run the example with STREAMD_DATA=DIR if DIR is not the default.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dest="${1:-$root/../shared/data}"
 mkdir -p "$dest"
 tmp="$(mktemp -d)"

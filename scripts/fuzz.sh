@@ -8,7 +8,8 @@
 # testdata/fuzz/FuzzXxx/ (commit it: it becomes part of the seed corpus)
 # and the script goes on with the other targets, then exits non-zero.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$root"
 fuzztime="${1:-1m}"
 status=0
 targets=0

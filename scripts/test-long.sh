@@ -28,8 +28,8 @@
 # needs (../shared/data or STREAMD_DATA, sqlite3). Exits non-zero if any
 # step failed; the others still run.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-root="$PWD"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$root"
 
 timeout=90m # per test binary
 e2e='TestFlightsJobMatchesSQLite|TestRescaledJobsMatchStatic|TestKillRestoreExactlyOnce'
@@ -41,7 +41,7 @@ steps=("$@")
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-go build -o "$work/testsum" ./scripts/internal/testsum || exit 1
+go_build "$work/testsum" "$root" ./scripts/internal/testsum || exit 1
 export STREAMD_LONG=1
 status=0
 failed=()
@@ -66,7 +66,7 @@ crash() {
   data="$(cd "$data" && pwd)" || return 1
   export STREAMD_DATA="$data"
   export STREAMD_BIN="$work/streamd"
-  go build -o "$STREAMD_BIN" ./cmd/streamd || return 1
+  build_streamd "$STREAMD_BIN" || return 1
   mkdir -p "$work/flights" "$work/gen"
   { cat examples/flights/job.yaml; echo "checkpoint: {dir: ck, interval: 50ms, retain: 2}"; } >"$work/flights/job.yaml"
   cat >"$work/gen/job.yaml" <<'YAML'

@@ -24,7 +24,8 @@
 # Needs ../shared/data beside the repository (or STREAMD_DATA, an absolute
 # path) and sqlite3.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$root"
 
 budget="${STREAMD_TEST_BUDGET:-8m}" # the one place the budget is set
 timeout=5m                          # per test binary
@@ -35,7 +36,7 @@ trap 'rm -rf "$work"' EXIT
 json="${STREAMD_TEST_JSON:-$work}"
 mkdir -p "$json"
 rm -f "$json/race.json" "$json/e2e.json"
-go build -o "$work/testsum" ./scripts/internal/testsum || exit 1
+go_build "$work/testsum" "$root" ./scripts/internal/testsum || exit 1
 
 unset STREAMD_LONG
 status=0

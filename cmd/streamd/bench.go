@@ -36,9 +36,10 @@ type benchFlags struct {
 	unpinned   bool
 	cpuProfile string
 	memProfile string
+	logLevel   slog.Level // --log-level, -v
 }
 
-func newBenchCmd() *cobra.Command {
+func newBenchCmd(lf *logFlags) *cobra.Command {
 	var fl benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench workload [flags] | bench --list",
@@ -63,6 +64,11 @@ without --count then runs until Ctrl-C. elastic spreads its rate steps over
 			if fl.list {
 				return listWorkloads(cmd.OutOrStdout())
 			}
+			level, _, err := lf.Level(cmd)
+			if err != nil {
+				return err
+			}
+			fl.logLevel = level
 			return runBench(cmd.Context(), args[0], fl, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -108,7 +114,7 @@ func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io
 	opt := perf.Options{
 		Duration: fl.duration, Rate: fl.rate, Count: fl.count, Channels: fl.channels, Seed: fl.seed,
 		DataDir: fl.data, OutDir: out, Unpinned: fl.unpinned,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Log: newLogger(stderr, fl.logLevel),
 	}
 	if err := w.Check(opt); err != nil { // before the profile file is made
 		return usageErr(err)

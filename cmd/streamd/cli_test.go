@@ -141,8 +141,8 @@ func TestRunBadInput(t *testing.T) {
 		if code != 0 || stdout != "" {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 		}
-		if !strings.HasSuffix(stderr, "errors: skipped 1, dead letters 0, late 0\n") {
-			t.Errorf("report does not end with the error counts:\n%s", stderr)
+		if want := "errors: skipped 1, dead letters 0, late 0\noutput: " + filepath.Join(dir, "out", "out.csv") + "\n"; !strings.HasSuffix(stderr, want) {
+			t.Errorf("report does not end with the error counts and the output file:\n%s", stderr)
 		}
 		if b, err := os.ReadFile(filepath.Join(dir, "out", "out.csv")); err != nil || string(b) != "origin,delay\nSFO,5\nJFK,7\n" {
 			t.Errorf("output %q, %v", b, err)

@@ -141,9 +141,10 @@ func piecewise(first string, at []int64, next []string) string {
 // scale, rebalance and update commands over HTTP to a running job and
 // compares its output byte for byte with a run without control whose
 // expressions switch logic at the input positions the runtime reported
-// for the updates (ISSUE-NOTES: the old logic up to the sync point, the
-// new one after it). Both the single source stage (a rate-limited
-// generator) and source workers (block boundaries) are covered.
+// for the updates (the old logic up to the sync point, the new one after
+// it: docs/ARCHITECTURE.md, "Change of logic"). Both the single source
+// stage (a rate-limited generator) and source workers (block boundaries)
+// are covered.
 func TestControlRandomCommandsByteIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		name, source string
@@ -413,8 +414,8 @@ func TestStopSavepointRestore(t *testing.T) {
 }
 
 // TestUpdateByPath: an operator with a name: is updated by its path too
-// (docs/CONTROL.md: "NAME is the operator's name: or its path"), and the
-// answer's outcome names the operator.
+// (docs/CONTROL.md, "update": NAME is the operator's name: or its path),
+// and the answer's outcome names the operator.
 func TestUpdateByPath(t *testing.T) {
 	dir := t.TempDir()
 	job := filepath.Join(dir, "job.yaml")

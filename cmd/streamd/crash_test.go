@@ -113,7 +113,7 @@ func crashLoop(t *testing.T, job, out string, seed uint64, kills int, span time.
 
 // insideBlock says whether the newest complete checkpoint in dir was taken
 // by source workers inside a block (its position has records of the
-// block: docs/ARCHITECTURE.md, "Parallel sources and the M×N exchange").
+// block: docs/ARCHITECTURE.md, "Checkpoint barrier").
 func insideBlock(dir string) bool {
 	ms, _ := filepath.Glob(filepath.Join(dir, "chk-*", snapshot.MetadataFile))
 	var newest *snapshot.Checkpoint

@@ -14,7 +14,7 @@ import (
 )
 
 // The weak determinism contract on a live input (docs/ARCHITECTURE.md,
-// "Determinism"; issue 16): a followed file, appended to while the job
+// "Determinism"): a followed file, appended to while the job
 // runs, the job killed with SIGKILL three times after a checkpoint and
 // restored with --restore latest each time. The final output holds every
 // record of the file exactly once (nothing lost, nothing duplicated), and

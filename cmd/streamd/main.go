@@ -6,6 +6,10 @@
 //	streamd checkpoints list DIR | inspect CHECKPOINT
 //
 //	streamd ctl ADDR status | scale N | rebalance | checkpoint | stop [--savepoint] | update OP SPEC | …
+//	streamd version | streamd --version
+//
+// Global flags: --log-level debug|info|warn|error (default warn), -v
+// (--log-level info).
 //
 // Exit codes: 0 success, 1 job failure (including Ctrl-C), 2 usage or
 // configuration error, 3 a job stopped at a savepoint (streamd ctl stop
@@ -62,13 +66,21 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print the version (as streamd version does)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if version {
+			return printVersion(cmd.OutOrStdout())
+		}
 		cmd.Help()
-		return usageErr(errors.New("no command given (expected run, validate, bench, checkpoints or ctl)"))
+		return usageErr(errors.New("no command given (expected run, validate, bench, checkpoints, ctl or version)"))
 	}
-	root.AddCommand(newRunCmd(), newValidateCmd())
-	root.AddCommand(newBenchCmd())
+	lf := &logFlags{}
+	lf.register(root)
+	root.AddCommand(newRunCmd(lf), newValidateCmd())
+	root.AddCommand(newBenchCmd(lf))
 	root.AddCommand(newCheckpointsCmd())
 	root.AddCommand(newCtlCmd())
+	root.AddCommand(newVersionCmd())
 	return root
 }

@@ -41,9 +41,13 @@ type runFlags struct {
 	statusInterval time.Duration
 	controlAddr    string
 	controlToken   string
+
+	// logLevel is the level of the job's log (--log-level, -v); --quiet
+	// without either lowers it to error.
+	logLevel slog.Level
 }
 
-func newRunCmd() *cobra.Command {
+func newRunCmd(lf *logFlags) *cobra.Command {
 	var fl runFlags
 	cmd := &cobra.Command{
 		Use:   "run job.yaml",
@@ -65,13 +69,21 @@ func newRunCmd() *cobra.Command {
 				// An unset variable in --restore "$CKPT" must not start afresh.
 				return usageErr(errors.New("--restore needs latest or a checkpoint directory, not an empty value"))
 			}
+			level, chosen, err := lf.Level(cmd)
+			if err != nil {
+				return err
+			}
+			if fl.quiet && !chosen {
+				level = slog.LevelError
+			}
+			fl.logLevel = level
 			return runJob(cmd.Context(), args[0], fl, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().IntVar(&fl.sourcePar, "source-parallelism", 0, "source workers reading the blocks of a Parquet, CSV or JSON-lines file or a generator at once, 1 to 256 (overrides source.parallelism; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.outWorkers, "output-workers", 0, "output workers running the post-region operators and encoding, 1 to 256 (overrides runtime.output_workers; output does not depend on it)")
 	cmd.Flags().IntVar(&fl.channels, "channels", 0, "channel count of the parallel region, 1 to 1024 (overrides region.channels; the job must have a region)")
-	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report")
+	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "print no report, status lines or notes, and only error log lines unless --log-level or -v says otherwise")
 	cmd.Flags().StringVar(&fl.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	cmd.Flags().StringVar(&fl.memProfile, "memprofile", "", "write a heap profile (pprof) to this file at the end")
 	cmd.Flags().StringVar(&fl.mutexProfile, "mutexprofile", "", "write a mutex contention profile (pprof) to this file at the end")
@@ -150,11 +162,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		say("--elastic-log: the job has no elastic controller (region.elastic with policy levels or ds2), random_every or region.rebalance, so " +
 			fl.elasticLog + " gets rows only for changes asked for through the control plane")
 	}
-	level := slog.LevelInfo
-	if fl.quiet {
-		level = slog.LevelError
-	}
-	job.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	job.Log = newLogger(stderr, fl.logLevel)
 	place(f, job)
 	if os.Getenv("GOGC") == "" {
 		// The data path recycles its batches; what the GC scans is mostly
@@ -225,7 +233,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 	}
 	if rep != nil && !fl.quiet {
-		printReport(stderr, rep, err)
+		printReport(stderr, rep, err, f.Outputs())
 	}
 	if err != nil {
 		if errors.Is(err, runtime.ErrStopped) {
@@ -256,7 +264,7 @@ func restoreErr(err error) error {
 	return jobErr(err)
 }
 
-func printReport(w io.Writer, r *runtime.Report, err error) {
+func printReport(w io.Writer, r *runtime.Report, err error, outputs []jobfile.Output) {
 	state := "done"
 	switch {
 	case r.Interrupted:
@@ -313,6 +321,23 @@ func printReport(w io.Writer, r *runtime.Report, err error) {
 		fmt.Fprintf(w, ", late within allowed lateness %d (windows fired again)", r.LateFired)
 	}
 	fmt.Fprintln(w)
+	printOutputs(w, r, err, outputs)
+}
+
+// printOutputs names where the run's output went: the sink's file or
+// directory of parts once the run has succeeded (a failed or interrupted
+// run discards it), and the dead-letter file when records went to it.
+func printOutputs(w io.Writer, r *runtime.Report, err error, outputs []jobfile.Output) {
+	for _, o := range outputs {
+		switch {
+		case o.What == "dead letters" && r.DeadLetters > 0:
+			fmt.Fprintf(w, "dead letters: %s\n", o.Path)
+		case o.What == "output" && err == nil && o.Parts > 0:
+			fmt.Fprintf(w, "output: %s (%d part files)\n", o.Path, o.Parts)
+		case o.What == "output" && err == nil:
+			fmt.Fprintf(w, "output: %s\n", o.Path)
+		}
+	}
 }
 
 // printCPU writes each stage's thread CPU time (and the part spent waiting

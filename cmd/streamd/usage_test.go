@@ -66,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		code   int
 		stderr string // the whole of standard error, or its start when it ends in "…"
 	}{
-		{"no command", nil, 2, "streamd: no command given (expected run, validate, bench, checkpoints or ctl)\n"},
+		{"no command", nil, 2, "streamd: no command given (expected run, validate, bench, checkpoints, ctl or version)\n"},
 		{"empty restore", []string{"run", fresh, "--restore="}, 2, "streamd: --restore needs latest or a checkpoint directory, not an empty value\n"},
 		{"checkpoints without a command", []string{"checkpoints"}, 2, "streamd: checkpoints: no command given (expected list or inspect)\n"},
 		{"checkpoints with an unknown command", []string{"checkpoints", "foo"}, 2, "streamd: checkpoints: unknown command \"foo\" (expected list or inspect)\n"},

@@ -13,7 +13,7 @@ import (
 	"streamd/core/runtime"
 )
 
-// aheadInput is the case of issue 14: 521 flights of origin a, one a
+// aheadInput is a reported case: 521 flights of origin a, one a
 // minute from midnight, with one record a day ahead (line 102, the 101st
 // record) among the first batch's; the second batch (512 records a batch)
 // holds the last 10 on-time records.

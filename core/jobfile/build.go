@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -777,7 +776,7 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 }
 
 // DefaultRebalance is region.rebalance when a keyed region does not say
-// (docs/JOB.md, "region.rebalance", says why).
+// (docs/JOB.md, "Rebalancing under key skew", says why).
 const DefaultRebalance = "off"
 
 // buildRebalance configures load balancing at the same channel count
@@ -921,7 +920,7 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels in
 	}
 	cfg.MaxChannels = e.MaxChannels
 	if cfg.MaxChannels == 0 {
-		cfg.MaxChannels = max(reg.Channels, goruntime.NumCPU()-2, 1)
+		cfg.MaxChannels = max(reg.Channels, runtime.UsableCores()-2, 1)
 	}
 	if cfg.MaxChannels > 1024 || (len(reg.Key) > 0 && cfg.MaxChannels > reg.Groups) {
 		return f.errAt("region.elastic.max_channels", "max_channels %d: at most 1024 and the number of key groups", cfg.MaxChannels)

@@ -96,7 +96,7 @@ func midBlockInputs(t *testing.T, dir string) map[string]string {
 	}
 }
 
-// Kill and restore inside a block (issue 14): a keyed window job over a
+// Kill and restore inside a block: a keyed window job over a
 // generator, a CSV file and a Parquet file, read by 1, 2 or 4 source
 // workers into 1 or 3 channels, takes a checkpoint that comes due inside
 // block 1 (the scripted clock moves there; with rings of 4 batches every

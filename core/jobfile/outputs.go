@@ -207,3 +207,42 @@ func (f *File) line(key string) int {
 	l, _ := f.rawPos(f.pos(key))
 	return l
 }
+
+// Output is a file a run of the job writes, for the run's report to name.
+type Output struct {
+	// What: "output" (the sink's) or "dead letters".
+	What string
+	// Path is the file, or the directory of parts; a relative path in
+	// the job file is resolved against the job file's folder, as the
+	// sink resolves it.
+	Path string
+	// Parts is the number of part files in Path; 0 for a single file.
+	Parts int
+}
+
+// fileOutput is a file sink's Output: the file at path, or a directory of
+// *parts part files.
+func fileOutput(path string, parts *int) Output {
+	o := Output{What: "output", Path: path}
+	if parts != nil {
+		o.Parts = *parts
+	}
+	return o
+}
+
+// Outputs names the files a run of the job writes: the sink's file or
+// directory of parts (none for stdout and discard), then the dead-letter
+// file when dead_letter_path is set.
+func (f *File) Outputs() []Output {
+	var out []Output
+	if k, spec, ok := sinkKinds.chosen(f.Spec.Sink.sinks); ok && k.output != nil {
+		if o := k.output(spec); o.Path != "" {
+			o.Path = f.path(o.Path)
+			out = append(out, o)
+		}
+	}
+	if p := f.Spec.DeadLetterPath; p != "" {
+		out = append(out, Output{What: "dead letters", Path: f.path(p)})
+	}
+	return out
+}

@@ -333,3 +333,40 @@ func tree(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// Outputs names each file sink's path (resolved against the job file's
+// folder) and the dead-letter file; every sink kind with a path says what
+// it writes (sinkEntry.output).
+func TestOutputs(t *testing.T) {
+	for _, k := range sinkKinds.all() {
+		if _, ok := k.spec.Elem().FieldByName("Path"); ok && k.output == nil {
+			t.Errorf("sink kind %s has a path but no output: the run's report would not name its file", k.name)
+		}
+	}
+	for _, c := range []struct {
+		sink string
+		want []Output
+	}{
+		{"csv: {path: out/a.csv}", []Output{{What: "output", Path: "/jobs/out/a.csv"}}},
+		{"jsonl: {path: /abs/a.jsonl, parts: 3}", []Output{{What: "output", Path: "/abs/a.jsonl", Parts: 3}}},
+		{"parquet: {path: a.parquet}", []Output{{What: "output", Path: "/jobs/a.parquet"}}},
+		{"stdout: {}", nil},
+		{"discard: {}", nil},
+	} {
+		f, err := Parse("/jobs/job.yaml", []byte("source: {generator: {count: 1}}\nsink: {"+c.sink+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Outputs(); !slices.Equal(got, c.want) {
+			t.Errorf("sink %s: outputs %v, want %v", c.sink, got, c.want)
+		}
+	}
+	f, err := Parse("/jobs/job.yaml", []byte("source: {generator: {count: 1}}\non_error: dead_letter\ndead_letter_path: bad.jsonl\nsink: {csv: {path: a.csv}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Output{{What: "output", Path: "/jobs/a.csv"}, {What: "dead letters", Path: "/jobs/bad.jsonl"}}
+	if got := f.Outputs(); !slices.Equal(got, want) {
+		t.Errorf("outputs %v, want %v", got, want)
+	}
+}

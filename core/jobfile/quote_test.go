@@ -30,7 +30,7 @@ func openQuoteCSV() string {
 	return b.String()
 }
 
-// The 300,000-line file with one unclosed quote (issue 14): under skip and
+// The 300,000-line file with one unclosed quote: under skip and
 // dead_letter exactly that record is lost (299,999 records read, 1
 // skipped or dead-lettered, every window's count adds up to 299,999), its
 // dead letter names its line and holds its text; under fail the error

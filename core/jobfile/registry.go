@@ -84,6 +84,7 @@ type sinkKind struct {
 	kind
 	build    func(b *sinkBuild, spec any) (core.Sink, error)
 	describe func(spec any, resolve func(string) string) any
+	output   func(spec any) Output
 }
 
 // opEntry registers an operator kind (registerOp) whose value decodes into
@@ -134,6 +135,10 @@ type sinkEntry[T any] struct {
 	// (runtime.Checkpointing.Sink): defaults written out, file paths made
 	// absolute with resolve. Nil: the spec as written.
 	describe func(spec T, resolve func(string) string) T
+	// output, if set, names the file or the directory of parts the sink
+	// writes, its path as the job file gives it (File.Outputs resolves
+	// it). Nil: the sink writes no file (stdout, discard).
+	output func(spec *T) Output
 }
 
 var (
@@ -189,6 +194,9 @@ func registerSink[T any](e sinkEntry[T]) {
 	}
 	if e.describe != nil {
 		k.describe = func(spec any, resolve func(string) string) any { return e.describe(*spec.(*T), resolve) }
+	}
+	if e.output != nil {
+		k.output = func(spec any) Output { return e.output(spec.(*T)) }
 	}
 	sinkKinds.add(k)
 }
@@ -385,8 +393,8 @@ type opBuild struct {
 	// There is no error policy here: an operator reports bad records to
 	// its instance's Env.Errors, the policy of the stage that runs it (a
 	// source worker's or a channel's deferred one, so that its dead letters
-	// are written in input order; docs/ARCHITECTURE.md, "All dead letters
-	// go through the merger").
+	// are written in input order; docs/ARCHITECTURE.md, "Errors and
+	// shutdown", dead letters in input order).
 	// region is the parallel region the operator runs in; nil in pipeline
 	// and post. A keyed operator always has one, with a key.
 	region *runtime.Region

@@ -24,6 +24,7 @@ type CSVSinkSpec struct {
 // starts.
 func init() {
 	registerSink(sinkEntry[CSVSinkSpec]{name: "csv", rank: 10, build: buildCSVSink,
+		output: func(c *CSVSinkSpec) Output { return fileOutput(c.Path, c.Parts) },
 		describe: func(c CSVSinkSpec, resolve func(string) string) CSVSinkSpec {
 			header := c.Header == nil || *c.Header
 			c.Header, c.Path = &header, resolve(c.Path)

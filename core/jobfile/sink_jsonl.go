@@ -22,6 +22,7 @@ type JSONLSinkSpec struct {
 // job starts.
 func init() {
 	registerSink(sinkEntry[JSONLSinkSpec]{name: "jsonl", rank: 20, build: buildJSONLSink,
+		output: func(c *JSONLSinkSpec) Output { return fileOutput(c.Path, c.Parts) },
 		describe: func(j JSONLSinkSpec, resolve func(string) string) JSONLSinkSpec {
 			j.Path = resolve(j.Path)
 			return j

@@ -30,6 +30,7 @@ type ParquetSinkSpec struct {
 // rows into the final file (exactly-once).
 func init() {
 	registerSink(sinkEntry[ParquetSinkSpec]{name: "parquet", rank: 25, build: buildParquetSink,
+		output: func(c *ParquetSinkSpec) Output { return fileOutput(c.Path, c.Parts) },
 		describe: func(p ParquetSinkSpec, resolve func(string) string) ParquetSinkSpec {
 			p.Path = resolve(p.Path)
 			if p.Compression == "" {

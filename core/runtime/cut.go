@@ -2,8 +2,7 @@ package runtime
 
 import "streamd/core"
 
-// Pieces (docs/ARCHITECTURE.md, "Checkpoints under backpressure",
-// bound in records). Debloating bounds each splitter ring in slots, at
+// Pieces (docs/ARCHITECTURE.md, "Pieces: the rings bounded in records"). Debloating bounds each splitter ring in slots, at
 // least its floor (debloatMin), and a slot holds a batch of up to
 // core.BatchSize records: in front of an operator slow per record, the
 // floor's slots alone can take many times the buffer target, and a

@@ -414,7 +414,7 @@ func passJob(recs []rec, sink core.Sink) *runtime.Job {
 	}
 }
 
-// Issue 14 with output workers and a slow sink: the barrier crosses four
+// Checkpoints with output workers and a slow sink: the barrier crosses four
 // debloated rings in series (splitter → channel → merger → output worker
 // → writer, the K rings of a layer drained in turn). The sink's writes
 // wait on a gate the test opens one write at a time while a scripted

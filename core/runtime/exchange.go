@@ -17,7 +17,6 @@ import (
 	"streamd/core"
 	"streamd/kvstate"
 	"streamd/ring"
-	"streamd/sched"
 	"streamd/snapshot"
 )
 
@@ -137,7 +136,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			return end, nil
 		}
 		if in.cur == nil {
-			t0 := sched.ThreadCPU()
+			t0 := sc.waitBegin()
 			var w0 int64
 			if in.starved != nil {
 				w0 = in.now()
@@ -345,10 +344,12 @@ type exchange struct {
 	// that block (−1: none requested), midInfo its checkpoint, and midReq
 	// mirrors mid for the one atomic load a worker pays per batch.
 	//
-	// A checkpoint the control plane asks for (control.go) is still
-	// placed at block pending = 1 + the largest block any worker has
-	// started (current), which no worker has started yet; the worker of
-	// that block sends it when it gets there, before the block.
+	// A checkpoint the control plane asks for (control.go) goes inside
+	// the smallest block being read too (placeCheckpoint); only when no
+	// block at or after floor is being read is it placed at block
+	// pending = 1 + the largest block any worker has started (current),
+	// which no worker has started yet; the worker of that block sends it
+	// when it gets there, before the block.
 	//
 	// Live changes of the channel count and of the number of workers are
 	// placed the same way (one barrier or change pending at a time): a
@@ -356,7 +357,7 @@ type exchange struct {
 	// up at its first block ≥ B, and that says which worker reads each
 	// block from B on; channels find a block's ring through it, once the
 	// block has been started (started), when no later routing can still
-	// cover it (rescale.go, "Live changes with source workers").
+	// cover it (rescale.go; docs/ARCHITECTURE.md, "Live channel changes").
 	mu      sync.Mutex
 	workers []*srcWorker // by id; ids are never reused
 	current []int        // by worker id: the block it reads (or read last)
@@ -513,7 +514,7 @@ func sourceWorkers(job *Job, cores int) int {
 
 // SourceWorkers is how many source workers Run will start for job on this
 // machine (0: the single source stage), for placement.
-func SourceWorkers(job *Job) int { return sourceWorkers(job, goruntime.NumCPU()) }
+func SourceWorkers(job *Job) int { return sourceWorkers(job, UsableCores()) }
 
 // buildExchange makes the first routing (m workers, the region's
 // channels), the workers' splitters and their pre-region instances.
@@ -999,7 +1000,7 @@ func (r *run) sourceCores() int {
 	if c := r.job.SourceCores; c > 0 {
 		return c
 	}
-	return goruntime.NumCPU() - 2
+	return UsableCores() - 2
 }
 
 // placeChange places a change to n channels before block b, which no

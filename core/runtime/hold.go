@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"streamd/core"
-	"streamd/sched"
 )
 
 // Holding at a rebalance step (docs/ARCHITECTURE.md, "Rebalancing at the
@@ -99,7 +98,7 @@ func (r *run) settle(c int, h *holding, insts []instance, sc *stageCPU, wait boo
 				return h, nil
 			}
 			h.waited = true
-			w0 := sched.ThreadCPU()
+			w0 := sc.waitBegin()
 			var err error
 			ho, err = r.receive(c, h.rc)
 			sc.waited(w0)

@@ -28,7 +28,7 @@ func fixedBlocks(recs []rec, perBlock int) *blockSource {
 	return s
 }
 
-// Issue 14 with source workers: under sustained backpressure checkpoints
+// Checkpoints with source workers: under sustained backpressure checkpoints
 // complete within twice their interval. One channel's operator is slow (a
 // gate the test opens batch by batch while a scripted clock moves 1 s per
 // batch; interval 10 s) and blocks are long (32 batches, 32 s of the

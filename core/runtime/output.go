@@ -9,7 +9,6 @@ import (
 
 	"streamd/core"
 	"streamd/ring"
-	"streamd/sched"
 )
 
 // Parallel output workers (docs/ARCHITECTURE.md, "Parallel output").
@@ -652,21 +651,9 @@ func popFilled(sc *stageCPU, rg *ring.SPSC[*core.Batch]) (*core.Batch, error) {
 
 // pushEncoded is sc.push for the workers' rings to the writer.
 func (sc *stageCPU) pushEncoded(rg *ring.SPSC[*encoded], it *encoded) (int64, error) {
-	if rg.TryPush(it) {
-		return 0, nil
-	}
-	t0 := sched.ThreadCPU()
-	ns, err := rg.Push(it)
-	sc.waited(t0)
-	return ns, err
+	return pushWaiting(sc, rg, it)
 }
 
 func popEncoded(sc *stageCPU, rg *ring.SPSC[*encoded]) (*encoded, error) {
-	if it, ok := rg.TryPop(); ok {
-		return it, nil
-	}
-	t0 := sched.ThreadCPU()
-	it, err := rg.Pop()
-	sc.waited(t0)
-	return it, err
+	return popWaiting(sc, rg)
 }

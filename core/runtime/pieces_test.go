@@ -81,18 +81,17 @@ func leadingLate(recs []rec) []rec {
 	return out
 }
 
-// Issue 14: an operator slow per record (10 ms a record by the scripted
-// clock, 100 records/s). Debloating bounds the rings in slots, at least
-// 4, and a slot held a source batch's share (up to 512 records, 5 s
-// here): a barrier waited 10 s and more behind them. With pieces
-// (cut.go) the stage reading the source cuts its batches so that the
-// floor's slots hold about the buffer target, and a barrier may go
-// between two pieces: every checkpoint reaches the slow operator within
-// two intervals of coming due, and within one once the pieces are
-// measured (after the first three). Then the run is stopped and restored
-// from the last checkpoint, taken between two pieces of a batch, with
-// other worker and channel counts, and the output equals an
-// uninterrupted run's:
+// Checkpoints behind an operator slow per record (10 ms a record by the
+// scripted clock, 100 records/s). Debloating bounds the rings in slots, at
+// least 4, and a slot held a source batch's share (up to 512 records, 5 s
+// here): a barrier waited 10 s and more behind them. With pieces (cut.go) the
+// stage reading the source cuts its batches so that the floor's slots hold
+// about the buffer target, and a barrier may go between two pieces: every
+// checkpoint reaches the slow operator within two intervals of coming due,
+// and within one once the pieces are measured (after the first three). Then
+// the run is stopped and restored from the last checkpoint, taken between two
+// pieces of a batch, with other worker and channel counts, and the output
+// equals an uninterrupted run's:
 //   - with source workers (one reading; the records' event times make
 //     the next batch's first minutes late after every whole batch, so
 //     the output depends on the watermark after each: leadingLate);

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	goruntime "runtime"
+	"sync"
 
 	"streamd/core"
 
@@ -21,7 +21,7 @@ import (
 // only run by preempting a pinned stage, which then cannot move: on a
 // 2-vCPU VM, a pinned two-stage pipeline at half its maximum rate had a p99
 // latency of 0.33–1.3 ms against 0.19–0.20 ms unpinned, at the same
-// throughput (docs/PERFORMANCE.md, "Latency at half the maximum rate").
+// throughput (docs/PERFORMANCE-LOG.md, "Latency at half the maximum rate").
 type CorePlacer struct {
 	alloc    *sched.Allocator
 	reserved []sched.Core
@@ -41,13 +41,13 @@ func NewCorePlacer(channels, sources, outputs int, log *slog.Logger) *CorePlacer
 	}
 	cpus := sched.Detect()
 	p := &CorePlacer{log: log}
-	stages := channels + max(1, sources) + 1 + outputs
+	stages := stageCount(channels, sources, outputs)
 	log.Info("cpus", "detail", cpus.String())
 	switch {
 	case cpus.Cores() < stages:
-		log.Warn("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
+		log.Info("fewer usable cores than stages: running unpinned", "cores", cpus.Cores(), "stages", stages)
 		return p
-	case cpus.Cores() == stages:
+	case !spareCore(stages, cpus.Cores()):
 		log.Info("no usable core to spare beyond one per stage: running unpinned", "cores", cpus.Cores(), "stages", stages)
 		return p
 	}
@@ -84,6 +84,46 @@ func (p *CorePlacer) Start(stage string, index int, run func()) func() {
 	return func() { w.Wait() }
 }
 
+// UsableCores is how many cores this process may use: sched.Detect's
+// count (the affinity mask and the cgroup CPU quota, rounded down), read
+// once. The automatic counts (source workers, output workers, the cores
+// source workers and channels share) and the choice between pinned and
+// unpinned stages use it, so that a container limited to 2 cores of a
+// 64-CPU host gets the defaults of a 2-core machine (runtime.NumCPU sees
+// the affinity mask only).
+func UsableCores() int { return usableCores() }
+
+var usableCores = sync.OnceValue(func() int { return sched.Detect().Cores() })
+
+// stageCount is how many stage goroutines a job runs at once: its
+// channels, its source workers (0 counts as the one source stage), the
+// merger and its output stages (OutputStages).
+func stageCount(channels, sources, outputs int) int {
+	return channels + max(1, sources) + 1 + outputs
+}
+
+// spareCore reports whether cores leave one over beyond a core per stage.
+// Only then are stages pinned (CorePlacer), and only then does a blocked
+// ring side wait as the ring does by default: spin, yield its thread
+// (sched_yield) for up to 100 µs, then park (ring/wait.go). Otherwise the
+// stages share the cores with each other and with the Go runtime's own
+// work (garbage collection, a source's parse workers): a yielding thread
+// keeps its P and gives its core only to a thread that is runnable right
+// then, so a waiting stage would hold, for up to 100 µs each time, the P
+// or the core that the stage it waits for needs. Their rings park right
+// after the spin instead (run.newRing, ring.SPSC.SetYield(0)).
+func spareCore(stages, cores int) bool { return cores > stages }
+
+// jobStages is stageCount for job with the given source workers on a
+// machine of the given usable cores.
+func jobStages(job *Job, sources, cores int) int {
+	channels := 0
+	if job.Region != nil {
+		channels = job.Region.Channels
+	}
+	return stageCount(channels, sources, outputStages(job, sources, cores))
+}
+
 // JobPlacer is NewCorePlacer for job as Run will run it on this machine.
 func JobPlacer(job *Job, log *slog.Logger) *CorePlacer {
 	channels := 0
@@ -97,7 +137,13 @@ func JobPlacer(job *Job, log *slog.Logger) *CorePlacer {
 // machine: the output workers, and the writer when they have one (not a
 // parts sink, nor a file written at offsets without checkpoints).
 func OutputStages(job *Job) int {
-	k := outputWorkers(job, SourceWorkers(job), goruntime.NumCPU())
+	return outputStages(job, SourceWorkers(job), UsableCores())
+}
+
+// outputStages is OutputStages with the given source workers and usable
+// cores.
+func outputStages(job *Job, sources, cores int) int {
+	k := outputWorkers(job, sources, cores)
 	if k == 0 {
 		return 0
 	}

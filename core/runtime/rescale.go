@@ -12,7 +12,6 @@ import (
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
-	"streamd/sched"
 )
 
 // Elastic configures the controller that changes a region's channel count
@@ -29,9 +28,9 @@ type Elastic struct {
 }
 
 // reconf is one live change of the channel count, from the splitter's
-// sequence number seq on (prepare → sync → update, DESIGN.md; Trisk,
-// SoCC 2021). It is built by the source stage before the markers go out and
-// is read-only afterwards.
+// sequence number seq on (prepare → sync → update, docs/ARCHITECTURE.md,
+// "Live channel changes"; Trisk, SoCC 2021). It is built by the source
+// stage before the markers go out and is read-only afterwards.
 type reconf struct {
 	seq      uint64
 	from, to int // channel counts
@@ -183,7 +182,7 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
-	cpu0 := sched.ThreadCPU()
+	cpu0 := r.srcCPU.waitBegin()
 	err := r.drain(sp)
 	r.srcCPU.waited(cpu0)
 	if err != nil {
@@ -320,7 +319,7 @@ func (r *run) adopt(c int, rc *reconf, insts []instance, sc *stageCPU) error {
 		return nil
 	}
 	for k := 0; k < rc.expect[c]; k++ {
-		t0 := sched.ThreadCPU()
+		t0 := sc.waitBegin()
 		h, err := r.receive(c, rc)
 		sc.waited(t0)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	goruntime "runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -25,10 +24,6 @@ import (
 // ErrInterrupted is returned by Run when its context was cancelled (Ctrl-C):
 // the job stopped early and its file output was discarded.
 var ErrInterrupted = errors.New("interrupted")
-
-// oversubscribedYield is the rings' yield budget when the job has more
-// stages than the machine has cores.
-const oversubscribedYield = 0
 
 // DefaultRingSize is the capacity of each ring, in batches.
 const DefaultRingSize = 64
@@ -65,7 +60,9 @@ type run struct {
 	maxChannels       int
 	placer            Placer
 	wg                sync.WaitGroup
-	yield             bool // rings get oversubscribedYield
+	// parkSoon says the stages share cores (no spareCore): a blocked
+	// ring side spins, then parks, without yielding its thread (newRing).
+	parkSoon bool
 
 	// ringsMu guards rings, every ring ever created, so that a failing
 	// stage can cancel them all.
@@ -155,10 +152,13 @@ type ChannelStats struct {
 	Records atomic.Int64 // records processed
 	BusyNs  atomic.Int64 // ns inside operators, waits excluded
 	// CPUNs is the channel thread's CPU time working, in ns: thread CPU
-	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings, read
-	// after each data batch (one clock read per batch). Unlike BusyNs it
-	// does not count time the thread was descheduled. 0 where the clock is
-	// missing.
+	// (CLOCK_THREAD_CPUTIME_ID) less the time spent waiting on rings,
+	// from after its restore or join. The clock is sampled (stageCPU.tick:
+	// at most every cpuSampleEvery, 1 ms, of data batches, at every wait
+	// and at the end), so the figure trails the work by at most 1 ms while
+	// the channel is busy. Unlike BusyNs it does not count time the thread
+	// was descheduled. 0 where the clock is missing or the accounts are
+	// off.
 	CPUNs atomic.Int64
 	// PauseNs is the time the channel paused in live reconfigurations
 	// (channel changes and rebalance steps), ns.
@@ -209,8 +209,8 @@ func (r *run) newRing() (*ring.SPSC[*core.Batch], error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.yield {
-		rg.SetYield(oversubscribedYield)
+	if r.parkSoon {
+		rg.SetYield(0)
 	}
 	slowStart(r.job, rg, debloatMin)
 	r.register(rg)
@@ -236,6 +236,7 @@ func (r *run) newReplicatedStageCPU(stage string, index int) *stageCPU {
 }
 
 func (r *run) openStageCPU(sc *stageCPU) *stageCPU {
+	sc.shared = r.parkSoon
 	r.cpuMu.Lock()
 	r.cpus = append(r.cpus, sc)
 	r.cpuMu.Unlock()
@@ -407,7 +408,9 @@ func (r *run) build() error {
 	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
 		return err
 	}
-	workers := sourceWorkers(job, goruntime.NumCPU())
+	cores := UsableCores()
+	workers := sourceWorkers(job, cores)
+	r.parkSoon = !spareCore(jobStages(job, workers, cores), cores)
 	if workers == 0 {
 		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
@@ -481,9 +484,6 @@ func (r *run) build() error {
 		r.maxChannels = max(n, reg.MaxChannels)
 		r.usedChans.Store(int64(n))
 		r.curChans.Store(int64(n))
-		// More busy stages than cores: a waiting stage yielding its thread
-		// would steal the time of the stage it waits for.
-		r.yield = n+2 > goruntime.NumCPU()
 		r.chanStats = make([]ChannelStats, r.maxChannels)
 		r.timeline = newTimeline(reg.Timeline)
 		if reg.Rebalance != nil && len(reg.Key) > 0 {
@@ -493,7 +493,6 @@ func (r *run) build() error {
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
 		if workers > 0 {
-			r.yield = n+workers+1 > goruntime.NumCPU()
 			if err := r.buildExchange(workers, splitIn); err != nil {
 				return err
 			}
@@ -578,7 +577,7 @@ func (r *run) build() error {
 		return err
 	}
 	r.sinkOpen = true
-	if k := outputWorkers(job, len(r.allSplitters()), goruntime.NumCPU()); k > 0 {
+	if k := outputWorkers(job, len(r.allSplitters()), cores); k > 0 {
 		if err := r.buildOutput(k); err != nil {
 			return err
 		}
@@ -1203,7 +1202,7 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 			gl.moved(nil, join.gains(c))
 		}
 	}
-	lastWork := sc.work()
+	sc.publishWork(&stats.CPUNs)
 	var held *holding
 	for {
 		b, err := in.pop(sc)
@@ -1258,10 +1257,9 @@ func (r *run) channel(c int, in input, out *ring.SPSC[*core.Batch], insts []inst
 		t0 := time.Now()
 		err = chain.Push(b)
 		if kind == core.Data {
-			stats.BusyNs.Add(int64(time.Since(t0)))
-			w := sc.work()
-			stats.CPUNs.Add(int64(w - lastWork))
-			lastWork = w
+			t1 := time.Now()
+			stats.BusyNs.Add(int64(t1.Sub(t0)))
+			sc.tick(t1) // CPUNs
 			stats.Records.Add(int64(n))
 		}
 		if gl != nil {
@@ -1520,7 +1518,7 @@ func (r *run) merge(post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) {
 			return
 		}
 		if !got {
-			t0 := sched.ThreadCPU()
+			t0 := sc.waitBegin()
 			r.bell.wait(ready)
 			sc.waited(t0)
 		}

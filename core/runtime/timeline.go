@@ -12,8 +12,8 @@ import (
 )
 
 // timeline writes the region's reconfiguration timeline (Region.Timeline,
-// `streamd run --elastic-log`; docs/JOB.md "Elastic scaling"): a CSV with
-// one row per period of the job's own controller (a Reporter), per change
+// `streamd run --elastic-log`; docs/JOB.md, "Live channel changes"): a CSV
+// with one row per period of the job's own controller (a Reporter), per change
 // of the channel count that controller did not decide (the control plane's
 // scale, a RunPolicy's, a schedule's), per rebalance plan and per
 // rebalance step. It is written by the goroutine that routes only (the

@@ -10,7 +10,7 @@ import (
 	"streamd/snapshot"
 )
 
-// Change of logic (docs/ARCHITECTURE.md, "Control plane"): Live.Update
+// Change of logic (docs/ARCHITECTURE.md, "Change of logic"): Live.Update
 // replaces one stateless operator's definition in the running job at one
 // sync point, a sequence number s: every record before s went through the
 // old logic, every record after it goes through the new one, in every

@@ -20,12 +20,12 @@
 //     means Fail.
 //   - Sources that wait for input (Stdin, a rate-limited Generator) hand over
 //     a partial batch at most core.Linger ns after its first record arrived
-//     (DESIGN.md, hot-path rule 5), and every Next returns ctx.Err() promptly
-//     once ctx is done.
+//     (docs/ARCHITECTURE.md, "Hot-path rules", 5), and every Next returns
+//     ctx.Err() promptly once ctx is done.
 //
 // JSON is parsed by streamd's own small validating parser (jsonl.go), not a
 // library: a paired benchmark (BenchmarkJSONParser: the same lines, fields
-// and interning; docs/PERFORMANCE.md, "JSON: library or ours") found
+// and interning; docs/PERFORMANCE-LOG.md, "JSON — library or ours") found
 // valyala/fastjson about as fast on flat lines (within the noise of a
 // shared machine, ours ahead in most pairs) and tidwall/gjson about 3×
 // slower with 4 allocations a line. Ours walks only the paths the fields

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -73,10 +72,13 @@ const GeneratorBlockRecords = 16 * core.BatchSize
 // hands over is due then: record 0 on a fresh start; after SkipRecords
 // (a restore), the record after the skipped ones, so that the schedule
 // goes on from the restored position instead of waiting out the skipped
-// records' time. Next hands over every record that is due,
-// up to a full batch, and otherwise sleeps until the next one is due; it
-// returns a partial batch when the next record is not due within
-// core.Linger ns of the batch's first. A consumer that falls behind gets
+// records' time. Next hands over every record that is due, up to a full
+// batch; it returns a partial batch when the next record is not due within
+// core.Linger ns of the batch's first. It sleeps once per batch, until the
+// batch is full or core.Linger ns after its first record was due (not
+// until each next record), so that a paced generator wakes at most once
+// per core.Linger; a sleep that short puts the thread to sleep (nap)
+// rather than yield in a loop until due, which used a whole core. A consumer that falls behind gets
 // the records it missed in full batches at once (the schedule does not
 // slip, so that latency measured against intended send times is honest).
 // In rate mode each batch's Stamp is the intended send time of its first
@@ -110,6 +112,7 @@ func Generator(opts GeneratorOptions) (core.Source, error) {
 		opts.ZipfS = 1.1
 	}
 	g := &generator{opts: opts, now: time.Now}
+	g.pause = g.sleep
 	switch {
 	case len(opts.RateSteps) > 0:
 		sched, err := newRateSchedule(opts.RateSteps)
@@ -187,13 +190,16 @@ func zeros(n int) string {
 // fixed at construction (opts, zipf, keys) and read-only afterwards, so
 // that blocks can be built concurrently.
 type generator struct {
-	opts   GeneratorOptions
-	zipf   *aliasTable // the Zipf keys' table; nil: uniform keys
-	keys   []string
-	i      int64     // records produced (or skipped)
-	t0     time.Time // schedule start (rate mode), set on the first Next after a start or skip
-	sched  *rateSchedule
-	now    func() time.Time // the clock of the schedule: time.Now (tests script it)
+	opts  GeneratorOptions
+	zipf  *aliasTable // the Zipf keys' table; nil: uniform keys
+	keys  []string
+	i     int64     // records produced (or skipped)
+	t0    time.Time // schedule start (rate mode), set on the first Next after a start or skip
+	sched *rateSchedule
+	now   func() time.Time // the clock of the schedule: time.Now (tests script it)
+	// pause waits d (ns, ≤ 0: not at all) or until ctx is done: g.sleep
+	// (tests script it with the clock).
+	pause  func(ctx context.Context, d time.Duration) error
 	timer  *time.Timer
 	closed atomic.Bool // set by Close; read by ReadBlock on other goroutines
 }
@@ -221,24 +227,33 @@ func (g *generator) Next(ctx context.Context) (*core.Batch, error) {
 	if g.t0.IsZero() {
 		g.t0 = g.now().Add(-g.sched.at(g.i)) // record i is due now
 	}
-	var first time.Duration // elapsed time when b got its first record
+	var first time.Duration // when b's first record was due
 	for !b.Full() && (g.opts.Count == 0 || g.i < g.opts.Count) {
 		now := g.now().Sub(g.t0)
 		// Records 0 … due-1 are due by now.
 		due := g.sched.due(now)
 		if due > g.i {
 			if b.Len == 0 {
-				first = now
-				b.Stamp = g.t0.UnixNano() + int64(g.sched.at(g.i))
+				first = g.sched.at(g.i)
+				b.Stamp = g.t0.UnixNano() + int64(first)
 			}
 			g.append(b, int(min(due-g.i, int64(core.BatchSize-b.Len))))
 			continue
 		}
 		next := g.sched.at(g.i) // when record i is due
-		if b.Len > 0 && next > first+core.Linger {
+		if b.Len == 0 {
+			first = next
+		} else if next > first+core.Linger {
 			break
 		}
-		if err := g.sleep(ctx, next-now); err != nil {
+		// Sleep until the batch is to be handed over (full, or Linger
+		// after its first record), not until the next record: one wake
+		// per batch.
+		last := g.i + int64(core.BatchSize-b.Len) - 1 // the record that fills b
+		if c := g.opts.Count; c > 0 {
+			last = min(last, c-1)
+		}
+		if err := g.pause(ctx, min(first+core.Linger, g.sched.at(last))-now); err != nil {
 			b.Release()
 			return nil, err
 		}
@@ -381,16 +396,14 @@ func (g *generator) sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	if d < spinBelow {
-		// A timer this short overshoots by up to the OS timer slack
-		// (often ~1 ms): yield until due instead, as load generators do.
-		until := time.Now().Add(d)
-		for time.Now().Before(until) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			runtime.Gosched()
+	if d < napBelow {
+		// A Go timer this short oversleeps to the next millisecond (the
+		// runtime's poller waits in whole milliseconds), and yielding in
+		// a loop until due burns a core: sleep the thread instead.
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		nap(d)
 		return nil
 	}
 	if g.timer == nil {
@@ -407,9 +420,9 @@ func (g *generator) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// spinBelow is the wait under which a rate-limited generator yields in a
-// loop rather than sleeping on a timer.
-const spinBelow = 200 * time.Microsecond
+// napBelow is the wait under which a rate-limited generator sleeps its
+// thread (nap) rather than on a Go timer.
+const napBelow = 200 * time.Microsecond
 
 // Close ends the generator. Safe to call more than once.
 func (g *generator) Close() error {
@@ -486,11 +499,16 @@ func (rs *rateSchedule) due(t time.Duration) int64 {
 	return int64(d) + 1
 }
 
-// at is when record i is due.
+// at is when record i is due: the first ns at which due counts it (the
+// float division may land a ns early; due is the definition).
 func (rs *rateSchedule) at(i int64) time.Duration {
 	k := len(rs.steps) - 1
 	for k > 0 && rs.base[k] > float64(i) {
 		k--
 	}
-	return rs.steps[k].At + time.Duration((float64(i)-rs.base[k])/rs.steps[k].Rate*1e9)
+	t := rs.steps[k].At + time.Duration((float64(i)-rs.base[k])/rs.steps[k].Rate*1e9)
+	for n := 0; n < 8 && rs.due(t) <= i; n++ {
+		t++
+	}
+	return t
 }

@@ -225,7 +225,7 @@ func TestGeneratorSkipO1(t *testing.T) {
 }
 
 // BenchmarkGeneratorSkip, beside BenchmarkGenerator: one op skips
-// core.BatchSize records (O(1) since 2026-12-01: the index moves).
+// core.BatchSize records (O(1): the index moves).
 func BenchmarkGeneratorSkip(b *testing.B) {
 	for _, dist := range []string{"uniform", "zipf"} {
 		b.Run(dist, func(b *testing.B) {

@@ -303,3 +303,54 @@ func TestGeneratorRateBounds(t *testing.T) {
 		t.Errorf("due after 400 days at the maximum rate: %d", d)
 	}
 }
+
+// A paced generator wakes once per batch, not once per record: at 200 K
+// records/s (a record every 5 µs) each batch holds the records due within
+// core.Linger of its first (21), and Next pauses once for it, until
+// Linger after the first record was due. At a rate that fills a batch
+// within Linger, the pause ends when the batch's last record is due.
+// The clock moves only when the generator pauses.
+func TestGeneratorPacedWakesPerBatch(t *testing.T) {
+	for _, c := range []struct {
+		rate    float64
+		perWake int // records per batch
+	}{{200_000, 21}, {20_000_000, core.BatchSize}} {
+		s, err := Generator(GeneratorOptions{Seed: 1, Count: 40 * int64(c.perWake), Rate: c.rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := generatorOf(t, s)
+		clock := time.Unix(1000, 0)
+		g.now = func() time.Time { return clock }
+		var pauses []time.Duration
+		g.pause = func(_ context.Context, d time.Duration) error {
+			pauses = append(pauses, d)
+			clock = clock.Add(d)
+			return nil
+		}
+		var lens []int
+		for {
+			b, err := s.Next(ctx)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			lens = append(lens, b.Len)
+			b.Release()
+		}
+		for k, n := range lens[:len(lens)-1] { // the last ends at Count
+			if n < c.perWake-1 || n > c.perWake {
+				t.Fatalf("rate %g: batch %d has %d records, want %d", c.rate, k, n, c.perWake)
+			}
+		}
+		if batches := len(lens); batches < 40 || batches > 41 || len(pauses) != batches {
+			t.Fatalf("rate %g: %d batches, %d pauses (%v…), want 40 or 41 of each", c.rate, batches, len(pauses), pauses[:3])
+		}
+		want := min(core.Linger, time.Duration(float64(c.perWake-1)/c.rate*1e9))
+		if d := pauses[0]; d < want-time.Microsecond || d > want {
+			t.Fatalf("rate %g: first pause %v, want %v", c.rate, d, want)
+		}
+	}
+}

@@ -18,13 +18,13 @@ import (
 )
 
 // BenchmarkJSONParser is the paired benchmark that decides whether a kept
-// JSON library replaces streamd's own parser (issue 15): the same 200,000
+// JSON library replaces streamd's own parser: the same 200,000
 // flights-like JSON lines (genJSONL), the same five fields (genFields),
 // each line read from the same bufio.Reader and parsed into a row with
 // the same typing and string interning; one op is one line. Run the
 // variants alternately (-count with the sub-benchmarks interleaved) and
-// compare ns/op and allocs/op: docs/PERFORMANCE.md, "JSON: library or
-// ours".
+// compare ns/op and allocs/op: docs/PERFORMANCE-LOG.md, "JSON — library
+// or ours".
 func BenchmarkJSONParser(b *testing.B) {
 	text := []byte(genJSONL(200_000))
 	row := make([]core.Value, len(genFields))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
@@ -53,14 +55,19 @@ type ParquetSource struct {
 	rgStart []int64           // row group i's first row (0-based)
 	errs    *core.ErrorPolicy
 
-	cur    *pqCursor // Next's
-	rg     int       // Next's next row group to open
-	total  int64
-	closed bool
+	cur *pqCursor // Next's
+	// cursors holds ReadBlock's idle cursors (*pqCursor): a call takes one,
+	// so its dictionaries' value arrays and string interners (bounded)
+	// outlive one row group instead of growing anew in every block.
+	cursors sync.Pool
+	rg      int // Next's next row group to open
+	total   int64
+	closed  bool
 }
 
 // pqCursor reads the rows of one open row group at a time: one reader's
-// decoding state (Next has one; each ReadBlock call makes its own).
+// decoding state (Next has one; each ReadBlock call holds one of its own,
+// from the source's pool, for the call).
 type pqCursor struct {
 	cols   []*pqColumn
 	rg     int               // the open row group
@@ -236,14 +243,22 @@ func (s *ParquetSource) BlockStart(b int) int64 {
 
 // ReadBlock reads row group b with decoders of its own (core.Splittable),
 // in Next's batches. Several goroutines may read different row groups at
-// once: the file is read with ReadAt, and each call keeps its own pages,
-// dictionaries and string interners.
+// once: the file is read with ReadAt, and each call holds its own pages,
+// dictionaries and string interners for its duration (a cursor from the
+// source's pool, returned when the call ends).
 func (s *ParquetSource) ReadBlock(ctx context.Context, b int, errs *core.ErrorPolicy, emit func(*core.Batch) error) error {
 	if b < 0 || b >= s.Blocks() {
 		return fmt.Errorf("parquet source %s: no row group %d (%d in the file)", s.path, b, s.Blocks())
 	}
-	cur := s.newCursor()
-	defer cur.close()
+	cur, _ := s.cursors.Get().(*pqCursor)
+	if cur == nil {
+		cur = s.newCursor()
+	}
+	defer func() {
+		cur.close()
+		cur.errs = s.errs
+		s.cursors.Put(cur)
+	}()
 	if errs != nil {
 		cur.errs = errs
 	}
@@ -480,6 +495,7 @@ func newPQColumn(c *parquet.Column) (*pqColumn, error) {
 func (c *pqColumn) open(chunk parquet.ColumnChunk) {
 	c.closePages()
 	c.pages = chunk.Pages()
+	c.dict = nil // a new chunk has its own dictionary, whatever its address
 }
 
 func (c *pqColumn) closePages() {
@@ -580,7 +596,7 @@ func (c *pqColumn) plain(data encoding.Values) bool {
 // buildDict converts dictionary d to core values, once per column chunk.
 func (c *pqColumn) buildDict(d parquet.Dictionary) {
 	c.dict = d
-	c.dvals = c.dvals[:0]
+	c.dvals = slices.Grow(c.dvals[:0], d.Len())
 	for i := range d.Len() {
 		v, _ := c.convert(d.Index(int32(i)))
 		c.dvals = append(c.dvals, v)

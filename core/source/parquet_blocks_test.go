@@ -97,9 +97,15 @@ func TestParquetBlocksMatchNext(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := readBlocks(t, ps, m)
+		// Again on the same source: the calls now take cursors that read
+		// other row groups before (their dictionaries' values, interners).
+		again := readBlocks(t, ps, m)
 		ps.Close()
 		if !slices.Equal(got, want) {
 			t.Fatalf("%d workers: %d batches, want %d; first difference at %d", m, len(got), len(want), firstDiff(got, want))
+		}
+		if !slices.Equal(again, want) {
+			t.Fatalf("%d workers, read again: %d batches, want %d; first difference at %d", m, len(again), len(want), firstDiff(again, want))
 		}
 		if errs.Skipped.Load() != 0 || seqErrs.Skipped.Load() != 0 {
 			t.Fatalf("%d workers: %d skipped, Next skipped %d", m, errs.Skipped.Load(), seqErrs.Skipped.Load())

@@ -18,7 +18,8 @@ import (
 // gain nothing measurable; smaller ones let more workers share a small
 // file (a 10 MB file is 10 blocks) and keep the round-robin dealing even
 // when records cost unevenly, and a checkpoint waits for at most one
-// block per worker. Measured: docs/PERFORMANCE.md (2026-12-01).
+// block per worker. Measured: docs/PERFORMANCE-LOG.md, "CSV and JSON-lines
+// blocks".
 const splitSize = 1 << 20
 
 // textIndex is where the blocks of a text file start: block b is the

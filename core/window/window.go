@@ -239,6 +239,10 @@ type windowOp struct {
 	nk    int
 	state *kvstate.Map[uint64, keyState]
 	env   core.Env
+	// arrays are heap pane arrays keys gave back (giveBack): cleared,
+	// length 0, at most maxArrays.
+	arrays [][]pane
+	slab   []keyState // new key states not handed out yet (insert)
 
 	// fire indexes keys by the window ends they will fire at: the derived
 	// data that lets a watermark find what to fire without scanning key
@@ -290,7 +294,7 @@ type sortItem struct {
 // themselves would follow two pointers per comparison into state far
 // larger than the caches (BenchmarkFireLargeState).
 func (w *windowOp) sortByKey(refs []ref) {
-	items := w.sorted[:0]
+	items := slices.Grow(w.sorted[:0], len(refs))
 	for i := range refs {
 		hi, lo := w.key.prefix(&refs[i].st.key)
 		items = append(items, sortItem{hi: hi, lo: lo, i: i})
@@ -304,7 +308,7 @@ func (w *windowOp) sortByKey(refs []ref) {
 		}
 		return w.key.compare(&refs[a.i].st.key, &refs[b.i].st.key)
 	})
-	w.byKey = append(w.byKey[:0], refs...)
+	w.byKey = append(slices.Grow(w.byKey[:0], len(refs)), refs...)
 	for k, it := range items {
 		refs[k] = w.byKey[it.i]
 	}
@@ -422,6 +426,12 @@ func (w *windowOp) pane(st *keyState, start int64) (i int, created bool) {
 		}
 		i--
 	}
+	if n := len(w.arrays); n > 0 && len(st.panes) == cap(st.panes) && cap(w.arrays[n-1]) > len(st.panes) {
+		a := w.arrays[n-1][:len(st.panes)]
+		w.arrays = w.arrays[:n-1]
+		copy(a, st.panes)
+		st.panes = a
+	}
 	if i == len(st.panes) { // the usual case: a pane after the others
 		st.panes = append(st.panes, w.newPane(start))
 	} else {
@@ -463,6 +473,11 @@ func (w *windowOp) lookup(g int, h uint64, k *tuple) *keyState {
 	return st
 }
 
+// stateSlab is how many key states are allocated at once: one allocation
+// for many new keys (a key state removed goes to w.states for reuse, so a
+// slab is never half wasted for long).
+const stateSlab = 128
+
 // insert adds an empty state for key k (not present) with hash h.
 func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
 	var st *keyState
@@ -470,7 +485,10 @@ func (w *windowOp) insert(g int, h uint64, k *tuple) *keyState {
 		st = w.states[n-1]
 		w.states = w.states[:n-1]
 	} else {
-		st = &keyState{}
+		if len(w.slab) == 0 {
+			w.slab = make([]keyState, stateSlab)
+		}
+		st, w.slab = &w.slab[0], w.slab[1:]
 	}
 	st.panes = st.inl[:0]
 	st.key = *k
@@ -610,11 +628,31 @@ func (w *windowOp) dropPanes(r ref, n int) {
 	st.panes = slices.Delete(st.panes, 0, n)
 	switch {
 	case len(st.panes) == 0:
+		w.giveBack(st.panes)
 		w.remove(int(r.g), r.h, st)
 	case len(st.panes) == 1 && &st.panes[0] != &st.inl[0]:
 		st.inl[0] = st.panes[0] // back in place
+		w.giveBack(st.panes)
 		st.panes = st.inl[:1]
 	}
+}
+
+// maxArrays bounds the pane arrays a window operator keeps for reuse.
+const maxArrays = 1 << 16
+
+// giveBack keeps a key's heap pane array (not a keyState's inl) for the
+// next key that outgrows its panes: a key whose next window's records
+// arrive before its last window fires (every key of an in-order stream,
+// once per window) holds two panes for a moment, and takes an array given
+// back instead of a new one. The caller then points the key's panes
+// elsewhere (inl, or the key is removed).
+func (w *windowOp) giveBack(panes []pane) {
+	if cap(panes) <= 1 || len(w.arrays) >= maxArrays {
+		return
+	}
+	a := panes[:cap(panes)]
+	clear(a) // no stale accumulators (ext) kept alive
+	w.arrays = append(w.arrays, a[:0])
 }
 
 // purgeUpTo frees the retained panes whose last window has expired at

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Calibration is what scripts/elastic-real.sh measured on one machine
-// (docs/PERFORMANCE.md, "Calibrating the simulator"): the records/s of its
+// Calibration is what scripts/bench.sh elastic measured on one machine
+// (docs/PERFORMANCE-LOG.md, "Calibrating the simulator"): the records/s of its
 // job at 1, 2, … channels with the controller off and no rate limit, and
 // the pause a change of the channel count costs.
 //

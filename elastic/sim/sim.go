@@ -35,7 +35,7 @@
 //     channel counts: core/runtime's meter marks it not Metrics.Whole).
 //
 // [Calibrated] returns the model calibrated on the real runtime
-// (docs/PERFORMANCE.md, "Elastic scaling"). Noise comes from a
+// (docs/PERFORMANCE-LOG.md, "Elastic scaling"). Noise comes from a
 // math/rand/v2 PCG source seeded by Seed, so a run is reproducible: the
 // simulator has its own clock, the period number.
 package sim
@@ -93,7 +93,7 @@ type Model struct {
 	// operators), half falls where they wait on rings. On the runtime, 2
 	// channels on the loaded 2-vCPU VM were busy 0.71 of a period with 0.44
 	// of thread CPU, at about two thirds of their quiet throughput
-	// (docs/PERFORMANCE.md).
+	// (docs/PERFORMANCE-LOG.md, "A loaded machine").
 	Steal      float64
 	StealShare float64
 	// Seed seeds the noise source.
@@ -126,13 +126,13 @@ type Model struct {
 	CatchUp bool
 }
 
-// Calibrated returns the model of one channel of examples/elastic on the
-// real runtime, scaled to channelRate records/s per channel, with noise:
-// a 1 s period, a 30 ms pause per change (docs/PERFORMANCE.md: channel
-// pauses p99 up to 28 ms and the source's drain wait up to 22 ms at 1 M
-// keys on 2 vCPUs; the median is 0.1–0.2 ms, so this is the worst case),
-// the change period hidden from the policy (core/runtime resets its
-// window after a change), two serial stages (the source and the merger),
+// Calibrated returns the model of one channel of examples/elastic on the real
+// runtime, scaled to channelRate records/s per channel, with noise: a 1 s
+// period, a 30 ms pause per change (docs/PERFORMANCE-LOG.md, "Elastic
+// scaling": channel pauses p99 up to 28 ms and the source's drain wait up to
+// 22 ms at 1 M keys on 2 vCPUs; the median is 0.1–0.2 ms, so this is the
+// worst case), the change period hidden from the policy (core/runtime resets
+// its window after a change), two serial stages (the source and the merger),
 // the backlog and thread CPU reported (what core/runtime feeds after this
 // work); the source catches up as fast as the region takes records.
 func Calibrated(channelRate, noise float64, seed uint64) Model {

@@ -188,8 +188,9 @@ type Cost struct {
 	BytesPerNs float64 // state bytes serialised per ns (a snapshot in flight)
 }
 
-// DefaultCost is the model measured on a 2-vCPU EPYC VM (docs/PERFORMANCE.md,
-// "Rebalancing"): 25 ns a key group, 1.5 bytes per ns.
+// DefaultCost is the model measured on a 2-vCPU EPYC VM
+// (docs/PERFORMANCE-LOG.md, "Rebalancing"): 25 ns a key group, 1.5 bytes per
+// ns.
 var DefaultCost = Cost{GroupNs: 25, BytesPerNs: 1.5}
 
 // Ns is the modelled pause of handing over groups key groups holding

@@ -2,7 +2,6 @@ package nexmark
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"time"
 
 	"streamd/core"
@@ -62,7 +61,7 @@ func workload(q Query) func(perf.Options) (*runtime.Job, error) {
 		}
 		ch := opt.Channels
 		if ch <= 0 {
-			ch = min(4, max(1, goruntime.NumCPU()-2))
+			ch = min(4, max(1, runtime.UsableCores()-2))
 		}
 		return q.Build(gen, ch, &Discard{})
 	}

@@ -17,7 +17,7 @@ import (
 // plan (skew_before: 0 without a plan) and in the last period measured
 // (skew_last), the steps, and the step pause p99 in µs. For A B A B
 // comparisons run the sub-benchmarks alternately from one test binary
-// (scripts/bench-rebalance-q5.sh).
+// (scripts/bench.sh rebalance q5).
 func BenchmarkQ5Rebalance(b *testing.B) {
 	for _, mode := range []string{"count", "auto"} {
 		b.Run(mode, func(b *testing.B) {

@@ -1,5 +1,5 @@
 // Command duckdb-peer runs the flights job (examples/flights/job.yaml) as one
-// DuckDB statement, for scripts/flights-peers.sh: the Parquet file →
+// DuckDB statement, for scripts/bench.sh flights-peers: the Parquet file →
 // hourly windows per origin (count, count_if(delay > 15), avg, max, sum) →
 // a LEFT JOIN of airports.csv for city and state → a CSV file ordered by
 // window_start, origin, with streamd's header and timestamp format

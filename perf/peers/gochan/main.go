@@ -1,5 +1,5 @@
 // Command gochan-peers is the naive Go baseline for the peer pipeline
-// (scripts/peers.sh): a reader goroutine parses the flights CSV export into
+// (scripts/bench.sh peers): a reader goroutine parses the flights CSV export into
 // typed records (as streamd's csv source does), a filter goroutine keeps
 // delay > 15, a map goroutine adds delay_hours and route, and a sink counts.
 // Stages are joined by buffered channels, one record per send.
@@ -10,7 +10,7 @@
 // With -gen N the reader generates N records instead (seq, key one of 1000
 // strings, value in [0, 1000), ts: streamd's generator), the filter keeps
 // value >= 800 and the map adds scaled = value / 60 and tag = key + "-" + key
-// (scripts/peers.sh generate).
+// (scripts/bench.sh peers generate).
 //
 // Output, one line: "gochan records_in=N records_out=M seconds=S records_per_s=R".
 package main

@@ -1,5 +1,5 @@
 // Command slowhttp is a lookup server that answers slowly, for
-// scripts/bench-backpressure.sh and scripts/bench-slowjob.sh: every GET
+// scripts/bench.sh backpressure and scripts/bench.sh slowjob: every GET
 // waits -delay (or, with -delay-max, a uniformly random time between
 // -delay and -delay-max), then answers {"city": "<last path segment>"}.
 // It prints its address on stdout, and the number of requests served on
