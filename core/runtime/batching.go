@@ -47,11 +47,46 @@ import (
 // fixed by the splitter's order, so the output, the dead letters and their
 // order are the same with batching on or off, for any channel count.
 //
-// The source workers of the M×N exchange do not gather: they read
-// splittable inputs flat out in source batches of up to a block's records,
-// so their rings are never fed a trickle, and a channel there reads M
-// rings in block order, which a take-it-yourself slot per ring would have
-// to follow as well.
+// The source workers of the M×N exchange gather too when Job.BatchLinger
+// is set (not by default: see below), one slot beside each of their rings
+// (routing.held), so that a channel's ring slots do not shrink to 512/N
+// records as the channel count N grows: a ring slot and a wake-up are then
+// paid per ~512 records of a channel whatever N. Each source batch's
+// watermark candidate still reaches the channel as a marker of its own,
+// so the pieces a channel's loop sees (and their per-batch work) do not
+// change. Two things differ from the single source stage:
+//
+//   - A gathered batch never crosses a block's end. A channel reads
+//     blocks in block order, block b from the ring of b's worker, and
+//     moves to the next block's ring at b's block-end marker. The worker
+//     pushes that marker (push: everything gathered goes first), so every
+//     record and mark of b reaches the ring before b's end and nothing of
+//     b+M (its next block) before it; the slot beside the ring holds only
+//     records of the block its worker is reading. The channel takes the
+//     slot (ringInput) only when the ring it reads for block b is empty;
+//     by its Swap the worker may have ended b and gathered for b+M (or
+//     later), but then b's end and all else before the batch taken is in
+//     the ring (Queued), and the channel keeps that batch with the ring's
+//     input (blockInput.ris) until it has taken them, in a later block
+//     it reads from that ring. The channel's view of each block is
+//     therefore the one without batching, split back the same way, and
+//     the block-order merge (blockInput), barriers inside a block
+//     (pushed: a flush before them) and live changes (at a block's
+//     start, nothing gathered) are unchanged. Pieces (cut.go) bound a
+//     gathered batch as they bound the single source stage's (full).
+//   - A worker reads flat out: a batch is not sent because its ring is
+//     drained (flat), only when full, linger old, before a pushed marker
+//     or at the block's end; a channel that runs out takes it itself. So
+//     a channel that keeps up with its workers takes what is there when
+//     it runs out, and one that does not gets full batches.
+//
+// Measured on the flights job (one worker, a 2-vCPU VM) it cost 5 % more
+// CPU than pushing every sub-batch at 2 channels and 24 % at 4, flushing
+// on drained rings or not, copying segments out or not; the profile puts
+// the extra time outside this code, in the Parquet reader's stores into
+// batches and the window's reads of them, and a run allocates about three
+// times as many batches past the pools (cleared, colder in the cache; why
+// is still to find): hence off by default for source workers.
 
 // DefaultBatchLinger is how long the splitter holds a channel's gathered
 // sub-batch while the channel is busy, by default (Job.BatchLinger): 1 ms
@@ -183,17 +218,18 @@ func (s *splitter) flushAll() error {
 }
 
 // settle is the end of a source iteration (the source stage calls it
-// before it asks its source for more, which may block): each gathered
-// batch whose channel has drained its ring, or that is linger old, is
+// before it asks its source for more, which may block; a source worker
+// after each source batch): each gathered batch whose channel has drained
+// its ring (not for a source worker: s.flat), or that is linger old, is
 // sent; the others stay for the next iteration or for the channel to take.
-// The clock is read at most once, and only when some channel is busy.
+// The clock is read at most once, and only when some batch stays.
 func (s *splitter) settle() error {
 	now := int64(unset)
 	for c, g := range s.gather {
 		if g.slot.Load() == nil {
 			continue
 		}
-		if !s.rings[c].Drained() {
+		if s.flat || !s.rings[c].Drained() {
 			if now == unset {
 				now = s.now()
 			}
@@ -302,7 +338,8 @@ func (s *splitter) piece(c int) {
 	s.pushed[c]++
 }
 
-// ringInput is a channel's input from the single source stage: its ring
+// ringInput is a channel's input from one splitter (the single source
+// stage's, or a source worker's: blockInput keeps one per ring): the ring
 // and, with adaptive batching, the slot of what the splitter gathers for
 // it. pop returns a gathered batch as the segments and markers it stands
 // for, one at a time. Only the channel's goroutine calls pop; Cancel and
@@ -316,14 +353,28 @@ type ringInput struct {
 	// q[i:] are the pieces of the last gathered batch not yet returned.
 	q []*core.Batch
 	i int
+	// beforeTake, when set (tests), runs between finding the ring empty
+	// and taking the slot: the window in which the splitter may push and
+	// gather more.
+	beforeTake func()
 }
 
 func (in *ringInput) Cancel()  { in.rg.Cancel() }
 func (in *ringInput) Len() int { return in.rg.Len() }
 
 func (in *ringInput) pop(sc *stageCPU) (*core.Batch, error) {
+	if b, ok := in.tryPop(); ok {
+		return b, nil
+	}
+	return in.wait(sc)
+}
+
+// tryPop is pop without waiting: the next piece, the ring's next batch or
+// what the splitter gathered when the ring is empty; false when there is
+// nothing yet.
+func (in *ringInput) tryPop() (*core.Batch, bool) {
 	if in.i < len(in.q) {
-		return in.next(), nil
+		return in.next(), true
 	}
 	var b *core.Batch
 	ok := false
@@ -336,6 +387,9 @@ func (in *ringInput) pop(sc *stageCPU) (*core.Batch, error) {
 	if !ok && in.stolen == nil && in.held != nil && in.held.slot.Load() != nil {
 		// The ring is empty: take what the splitter gathered, after what
 		// it pushed before it (see held).
+		if in.beforeTake != nil {
+			in.beforeTake()
+		}
 		if s := in.held.slot.Swap(nil); s != nil {
 			if in.rg.Popped() == s.Queued {
 				b, ok = s, true
@@ -346,16 +400,30 @@ func (in *ringInput) pop(sc *stageCPU) (*core.Batch, error) {
 		}
 	}
 	if !ok {
-		var err error
-		if b, err = sc.pop(in.rg); err != nil {
-			return nil, err
-		}
+		return nil, false
 	}
+	return in.unpack(b), true
+}
+
+// wait is pop once tryPop found nothing: it waits on the ring (the waiting
+// accounted to sc). What the splitter gathers meanwhile reaches the ring,
+// and wakes the channel, when the splitter sends it (flush rules above).
+func (in *ringInput) wait(sc *stageCPU) (*core.Batch, error) {
+	b, err := sc.pop(in.rg)
+	if err != nil {
+		return nil, err
+	}
+	return in.unpack(b), nil
+}
+
+// unpack returns b, or for a gathered batch with marks its first piece
+// (the rest queued: split).
+func (in *ringInput) unpack(b *core.Batch) *core.Batch {
 	if len(b.Marks) == 0 {
-		return b, nil
+		return b
 	}
 	in.split(b)
-	return in.next(), nil
+	return in.next()
 }
 
 // next returns the next queued piece (there must be one).

@@ -56,8 +56,9 @@ func (*holdUntil) Finish(uint64, *core.Emitter) error { return nil }
 // a keyed sliding window over out-of-order input (late records dead-
 // lettered by the channels) gives the same output lines, dead-letter file
 // and counts with batching on and off, for 1, 2 and 3 channels, with the
-// single source stage and with 1 and 2 source workers (which do not
-// gather); linger -1 is off, 0 the default (1 ms), 1 h never lingers.
+// single source stage and with 1 and 2 source workers (which gather only
+// with a linger set: 1 h here); linger -1 is off, 0 the default (1 ms),
+// 1 h never lingers.
 // In the single-stage runs with batching on, each channel holds
 // its first batch until the source has read everything, so that the
 // splitter gathers for certain: the run must then have used fewer ring
@@ -123,7 +124,7 @@ func TestBatchingKeepsOutput(t *testing.T) {
 						continue // source workers read blocks, not Next: nothing to hold for
 					}
 					if m > 0 && !tier.Long() && (n == 1 || linger < 0) {
-						continue // source workers do not gather: one run of them in the fast tier
+						continue // one run of gathering source workers in the fast tier
 					}
 					got := run(m, n, linger, hold)
 					name := fmt.Sprintf("%d workers, %d channels, linger %s, hold %v", m, n, linger, hold)

@@ -66,8 +66,15 @@ type input interface {
 // routing's first block, as it makes End after the last block. Only the
 // channel's goroutine calls pop; Cancel and Len are safe from anywhere.
 type blockInput struct {
-	x       *exchange
-	cur     *ring.SPSC[*core.Batch] // block b's ring, nil until resolved
+	x   *exchange
+	cur *ring.SPSC[*core.Batch] // block b's ring, nil until resolved
+	// ri reads cur and, with adaptive batching, the slot of what cur's
+	// worker gathers for the channel, splitting gathered batches back
+	// (batching.go); one per ring (ris), kept across blocks: a batch
+	// taken from the slot may belong to the worker's next block, and is
+	// returned when the channel reads that ring again.
+	ri      *ringInput
+	ris     map[*ring.SPSC[*core.Batch]]*ringInput
 	blocks  int
 	bound   int64 // max out-of-orderness, ns
 	b       int   // the block being read
@@ -91,7 +98,8 @@ type blockInput struct {
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
-	in := &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src)}
+	in := &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src),
+		ris: map[*ring.SPSC[*core.Batch]]*ringInput{}}
 	if x.now != nil {
 		in.starved, in.now = &x.starved[channel], x.now
 	}
@@ -101,14 +109,14 @@ func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx contex
 // popCur pops the block's ring; a pop that waits adds its wait to
 // starved (debloating's sign that the channel keeps up with its workers).
 func (in *blockInput) popCur(sc *stageCPU) (*core.Batch, error) {
-	if in.starved == nil {
-		return sc.pop(in.cur)
-	}
-	if bt, ok := in.cur.TryPop(); ok {
+	if bt, ok := in.ri.tryPop(); ok {
 		return bt, nil
 	}
+	if in.starved == nil {
+		return in.ri.wait(sc)
+	}
 	t0 := in.now()
-	bt, err := sc.pop(in.cur)
+	bt, err := in.ri.wait(sc)
 	in.starved.Add(in.now() - t0)
 	return bt, err
 }
@@ -142,6 +150,13 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 				return nil, err
 			}
 			in.cur = rg
+			if rg != nil {
+				in.ri = in.ris[rg]
+				if in.ri == nil {
+					in.ri = &ringInput{rg: rg, held: cfg.heldFor(in.b, in.channel)}
+					in.ris[rg] = in.ri
+				}
+			}
 			if rc := cfg.change; cfg.block == in.b && rc != nil && in.channel < rc.from {
 				// The change's marker: after every record of the blocks
 				// before, before any of this one.
@@ -431,6 +446,9 @@ type routing struct {
 	block int
 	ids   []int
 	rings [][]*ring.SPSC[*core.Batch] // [position in ids][channel]
+	// held is, beside each ring, the slot of what its worker gathers
+	// (adaptive batching, batching.go); nil when batching is off.
+	held  [][]*held
 	table *kvstate.Table
 	// change is the change of the channel count that starts here (nil
 	// for none: the first routing, or a change of the workers only).
@@ -442,6 +460,24 @@ func (rt *routing) channels() int { return len(rt.rings[0]) }
 
 // owner is the position in ids of the worker that reads block b.
 func (rt *routing) owner(b int) int { return b % len(rt.ids) }
+
+// heldFor is the gathering slot beside channel c's ring for block b (nil
+// when batching is off).
+func (rt *routing) heldFor(b, c int) *held {
+	if rt.held == nil || c >= rt.channels() {
+		return nil
+	}
+	return rt.held[rt.owner(b)][c]
+}
+
+// heldAt is the gathering slots of the worker at position p (nil when
+// batching is off).
+func (rt *routing) heldAt(p int) []*held {
+	if rt.held == nil {
+		return nil
+	}
+	return rt.held[p]
+}
 
 // sourceWorkers is how many source workers read the job's source: 0 for
 // the single source stage (no region, a source that cannot be split, or a
@@ -504,6 +540,9 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 		}
 		first.ids = append(first.ids, w.id)
 		first.rings = append(first.rings, w.sp.rings)
+		if w.sp.gather != nil {
+			first.held = append(first.held, w.sp.gather)
+		}
 	}
 	x.configs = []*routing{first}
 	x.publish()
@@ -530,6 +569,10 @@ func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
 	}
 	sp.table = table // one table, read-only, shared by the workers
 	sp.force = r.job.forcePieces
+	if lg := r.job.BatchLinger; lg > 0 { // only when asked for (Job.BatchLinger)
+		sp.gatherOn(lg, r.clock())
+		sp.flat = true
+	}
 	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
@@ -780,7 +823,8 @@ func (r *run) beginNext(w *srcWorker, after int) (int, error) {
 		return -1, err
 	}
 	if changed {
-		w.sp.use(cfg.rings[slices.Index(cfg.ids, w.id)], nil, cfg.table)
+		p := slices.Index(cfg.ids, w.id)
+		w.sp.use(cfg.rings[p], cfg.heldAt(p), cfg.table)
 	}
 	for _, u := range swaps {
 		if err := applyUpdate(w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
@@ -1004,14 +1048,24 @@ func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 			continue
 		}
 		rings := slices.Clone(last.rings[p][:min(from, n)])
+		var slots []*held
+		if last.held != nil {
+			slots = slices.Clone(last.held[p][:min(from, n)])
+		}
 		for range max(0, n-from) {
 			rg, err := r.newRing()
 			if err != nil {
 				return err
 			}
 			rings = append(rings, rg)
+			if last.held != nil {
+				slots = append(slots, new(held))
+			}
 		}
 		next.ids, next.rings = append(next.ids, last.ids[p]), append(next.rings, rings)
+		if slots != nil {
+			next.held = append(next.held, slots)
+		}
 	}
 	var added []*srcWorker
 	for len(next.ids) < m {
@@ -1021,6 +1075,9 @@ func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 		}
 		added = append(added, w)
 		next.ids, next.rings = append(next.ids, w.id), append(next.rings, w.sp.rings)
+		if w.sp.gather != nil {
+			next.held = append(next.held, w.sp.gather)
+		}
 	}
 	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
 	for c := from; c < n; c++ {
@@ -1212,6 +1269,14 @@ func (r *run) sourceWorker(w *srcWorker) {
 			mk := core.NewMarker(core.Watermark)
 			mk.Watermark, mk.Stamp = maxT, stamp
 			if err := sp.route(mk); err != nil {
+				return err
+			}
+		}
+		if sp.gather != nil {
+			// What is gathered and linger old goes now (batching.go);
+			// the rest stays for the next batch, a marker or the block's
+			// end, or for a channel that runs out to take.
+			if err := sp.settle(); err != nil {
 				return err
 			}
 		}

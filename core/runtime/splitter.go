@@ -66,6 +66,10 @@ type splitter struct {
 	// now. in is the schema of the batches it routes (of the last one:
 	// a marker gathered before any record is given that schema).
 	gather []*held
+	// flat is set for a source worker, which reads its blocks flat out:
+	// settle does not send a batch because its ring is drained (the
+	// channel takes it itself when it runs out: batching.go).
+	flat   bool
 	since  []int64
 	linger int64
 	now    func() int64
