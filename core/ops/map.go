@@ -99,7 +99,7 @@ func Map(name string, fields []MapField, keepInput bool, in *core.Schema, errs *
 		Keep: keep,
 		New: func(env core.Env) (core.Operator, error) {
 			return &mapper{name: name, in: in, progs: progs, names: names, dst: dst, keep: keepInput,
-				scratch: make([]core.Value, len(progs)), errs: policy(errs, env)}, nil
+				scratch: core.OwnLines[core.Value](len(progs)), errs: policy(errs, env)}, nil
 		},
 	}, nil
 }
@@ -112,7 +112,7 @@ type mapper struct {
 	names   []string // the computed fields' names, for errors
 	dst     []int    // output position of each expression's value
 	keep    bool
-	scratch []core.Value // one record's values, before it is known to succeed
+	scratch []core.Value // one record's values, before it is known to succeed (core.OwnLines: written per record, on lines no other channel writes)
 	errs    *core.ErrorPolicy
 }
 

@@ -195,7 +195,7 @@ func (b *built) def(spec Spec) core.OperatorDef {
 			w := &windowOp{spec: spec, in: b.in, wide: b.wide, g: g, key: b.key, aggs: b.aggs, out: b.out, nk: len(b.key.idx), state: b.state, env: env,
 				fire:  kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
 				purge: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
-				wm:    core.NoTime, tmp: make([]acc, len(b.aggs)), sizes: make([]int32, spec.Groups),
+				wm:    core.NoTime, tmp: core.OwnLines[acc](len(b.aggs)), sizes: make([]int32, spec.Groups),
 				lateness: spec.AllowedLateness, retain: spec.AllowedLateness > 0}
 			if env.Rescaled {
 				w.wm = env.Watermark
