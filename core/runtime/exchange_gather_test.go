@@ -30,6 +30,29 @@ func (s nBlocks) ReadBlock(context.Context, int, *core.ErrorPolicy, func(*core.B
 	return nil
 }
 
+// workerSplitter is a source worker's splitter over n new rings of size
+// ringSize, keyed over 4096 groups, added to cfg (its rings, and its
+// gathering slots when gather is set, with a linger that never comes).
+func workerSplitter(t *testing.T, cfg *routing, n, ringSize int, gather bool) *splitter {
+	t.Helper()
+	rings := make([]*ring.SPSC[*core.Batch], n)
+	for c := range rings {
+		rings[c], _ = ring.New[*core.Batch](ringSize)
+	}
+	sp, err := newSplitter(rings, source.GeneratorSchema, &Region{Channels: n, Key: []string{"key"}, Groups: 4096}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.cpu = &stageCPU{}
+	if gather {
+		sp.gatherOn(DefaultBatchLinger, func() int64 { return 0 })
+		sp.flat = true
+		cfg.held = append(cfg.held, sp.gather)
+	}
+	cfg.rings = append(cfg.rings, rings)
+	return sp
+}
+
 // runExchange runs script through m source workers (block b by worker
 // b mod m, each with its own splitter, gathering when gather is set, with
 // a linger that never comes: only full batches, markers, block ends and
@@ -44,21 +67,8 @@ func runExchange(t *testing.T, script blockScript, m, n, ringSize int, gather bo
 	cfg := &routing{}
 	sps := make([]*splitter, m)
 	for w := range m {
-		rings := make([]*ring.SPSC[*core.Batch], n)
-		for c := range rings {
-			rings[c], _ = ring.New[*core.Batch](ringSize)
-		}
-		sp, err := newSplitter(rings, source.GeneratorSchema, &Region{Channels: n, Key: []string{"key"}, Groups: 4096}, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sp.cpu = &stageCPU{}
-		if gather {
-			sp.gatherOn(DefaultBatchLinger, func() int64 { return 0 })
-			sp.flat = true
-			cfg.held = append(cfg.held, sp.gather)
-		}
-		cfg.ids, cfg.rings, sps[w] = append(cfg.ids, w), append(cfg.rings, rings), sp
+		sp := workerSplitter(t, cfg, n, ringSize, gather)
+		cfg.ids, sps[w] = append(cfg.ids, w), sp
 	}
 	cfg.table = sps[0].table
 	x.configs = []*routing{cfg}
@@ -288,18 +298,7 @@ func TestExchangeStealFromNextBlock(t *testing.T) {
 		cfg := &routing{ids: []int{0, 1}}
 		sps := make([]*splitter, 2)
 		for w := range sps {
-			rg, _ := ring.New[*core.Batch](16)
-			sp, err := newSplitter([]*ring.SPSC[*core.Batch]{rg}, source.GeneratorSchema, &Region{Channels: 1, Key: []string{"key"}, Groups: 4096}, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sp.cpu = &stageCPU{}
-			if gather {
-				sp.gatherOn(DefaultBatchLinger, func() int64 { return 0 })
-				sp.flat = true
-				cfg.held = append(cfg.held, sp.gather)
-			}
-			cfg.rings, sps[w] = append(cfg.rings, sp.rings), sp
+			sps[w] = workerSplitter(t, cfg, 1, 16, gather)
 		}
 		x.configs = []*routing{cfg}
 		x.routes.Store(&x.configs)
