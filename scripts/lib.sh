@@ -67,3 +67,25 @@ wall_of() {
   grep -m1 '^job ' <<<"$1" | sed -E 's/.* in ([0-9.]+)(m?s) .*/\1 \2/' |
     awk '{ if ($2 == "ms") print $1 / 1000; else print $1 }'
 }
+
+# keyed1m_job NAME COUNT OUT — the 1 M-key job of the checkpoint-cost
+# benchmarks: a generator of COUNT records over 1 M uniform keys, 2
+# channels, 1-minute windows (count, sum, max), into the CSV file OUT. The
+# caller appends a checkpoint: line where it wants one.
+keyed1m_job() {
+  cat <<YAML
+name: $1
+source:
+  generator: {seed: 9, count: $2, keys: 1000000, distribution: uniform, step: 10us}
+event_time: {field: ts}
+region:
+  channels: 2
+  key_by: [key]
+  ops:
+    - window:
+        size: 1m
+        aggregates: {n: count, total: sum(value), top: max(value)}
+sink:
+  csv: {path: $3}
+YAML
+}

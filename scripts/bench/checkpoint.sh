@@ -14,22 +14,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 bin="$(streamd_bin "$work/streamd")"
 job() {
-  cat <<YAML
-name: ckpt-cost
-source:
-  generator: {seed: 9, count: $n, keys: 1000000, distribution: uniform, step: 10us}
-event_time: {field: ts}
-region:
-  channels: 2
-  key_by: [key]
-  ops:
-    - window:
-        size: 1m
-        aggregates: {n: count, total: sum(value), top: max(value)}
-sink:
-  csv: {path: $work/out-$1.csv}
-$2
-YAML
+  keyed1m_job ckpt-cost "$n" "$work/out-$1.csv"
+  echo "$2"
 }
 job off "" >"$work/off.yaml"
 job on "checkpoint: {dir: $work/ck, interval: $interval, retain: 2}" >"$work/on.yaml"

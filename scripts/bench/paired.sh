@@ -42,22 +42,8 @@ git -C "$root" archive "$base" | tar -x -C "$work/base.src" # its own job files
 treeA="$root"
 treeB="$work/base.src"
 
-keyed1m() { # keyed1m.yaml OUT [checkpoint-dir]
-  cat <<YAML
-name: keyed-1m
-source:
-  generator: {seed: 9, count: ${KEYED1M_COUNT:-3000000}, keys: 1000000, distribution: uniform, step: 10us}
-event_time: {field: ts}
-region:
-  channels: 2
-  key_by: [key]
-  ops:
-    - window:
-        size: 1m
-        aggregates: {n: count, total: sum(value), top: max(value)}
-sink:
-  csv: {path: $2}
-YAML
+keyed1m() { # keyed1m SIDE OUT [checkpoint-dir]
+  keyed1m_job keyed-1m "${KEYED1M_COUNT:-3000000}" "$2"
   [ -z "${3:-}" ] || echo "checkpoint: {dir: $3, interval: 1s, retain: 2}"
 }
 
