@@ -53,10 +53,13 @@ type Rebalance struct {
 
 // RebalancePlan is what a rebalance decided (Live.Rebalance, the report).
 type RebalancePlan struct {
-	// Loads are records per channel in the period measured; Planned the
-	// same after the moves, as planned.
+	// Loads are records per channel in the period measured, each key
+	// group's at its owner in the table the plan starts from (a group a
+	// step moved during the period counts at its new owner, so that
+	// Before and After compare the same loads); Planned the same after the
+	// moves, as planned.
 	Loads, Planned []uint64
-	// Before, After and Target are skews (max / mean): measured, planned,
+	// Before, After and Target are skews (max / mean): of Loads, planned,
 	// aimed at (raised to the heaviest key group's share when one group is
 	// heavier than the target allows).
 	Before, After, Target float64
@@ -288,7 +291,7 @@ func (b *balancer) decide(cur *kvstate.Table, load []uint64, bytes []int64, per 
 		if reason == "" {
 			reason = "request"
 		}
-		p := b.plan(owners, cur.Channels(), load, bytes, per, q.target, now, reason)
+		p := b.plan(owners, cur.Channels(), load, bytes, q.target, now, reason)
 		q.reply <- p
 		if p.Groups > 0 {
 			owners = cur.Owners() // the steps queued are the newest plan's
@@ -296,7 +299,7 @@ func (b *balancer) decide(cur *kvstate.Table, load []uint64, bytes []int64, per 
 	}
 	b.waiting = b.waiting[:0]
 	if b.cfg.Auto && len(b.steps) == 0 && balance.Skew(per) > b.target(0) && (b.ctl == nil || !b.ctl.paused.Load()) {
-		p := b.plan(owners, cur.Channels(), load, bytes, per, 0, now, "")
+		p := b.plan(owners, cur.Channels(), load, bytes, 0, now, "")
 		if b.ctl != nil && p.Groups > 0 {
 			b.ctl.record(Reconfiguration{At: now, Kind: KindRebalance, Position: -1, From: cur.Channels(), To: cur.Channels(),
 				Reason: fmt.Sprintf("rebalancer: skew %.3f > target %.3f", p.Before, p.Target),
@@ -319,10 +322,10 @@ func (b *balancer) target(t float64) float64 {
 // plan makes a plan and queues its steps (replacing any left); reason
 // says who asked, for the timeline ("": the auto policy, whose plans of
 // no moves get no row).
-func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64, per []uint64, target float64, now time.Time, reason string) RebalancePlan {
+func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64, target float64, now time.Time, reason string) RebalancePlan {
 	p := balance.Rebalance(owners, channels, load, bytes, b.target(target))
 	steps := balance.Steps(p.Moves, bytes, b.cost, b.maxPause)
-	out := RebalancePlan{Loads: per, Planned: p.Loads, Before: balance.Skew(per), After: p.After, Target: p.Target,
+	out := RebalancePlan{Loads: balance.ChannelLoads(owners, channels, load), Planned: p.Loads, Before: p.Before, After: p.After, Target: p.Target,
 		Groups: len(p.Moves), Bytes: p.Bytes, Steps: len(steps)}
 	if reason != "" || len(p.Moves) > 0 { // a request's, moves or not; the auto policy's when it moves something
 		if reason == "" {
@@ -348,7 +351,7 @@ func (b *balancer) plan(owners []int, channels int, load []uint64, bytes []int64
 		b.first = &out
 	}
 	b.mu.Unlock()
-	b.log.Info("rebalance", "t", now.Sub(b.start).Round(time.Millisecond), "loads", fmt.Sprint(per), "skew", fmt.Sprintf("%.3f", out.Before),
+	b.log.Info("rebalance", "t", now.Sub(b.start).Round(time.Millisecond), "loads", fmt.Sprint(out.Loads), "skew", fmt.Sprintf("%.3f", out.Before),
 		"planned", fmt.Sprintf("%.3f", out.After), "target", fmt.Sprintf("%.3f", out.Target), "groups", out.Groups, "bytes", out.Bytes, "steps", out.Steps)
 	return out
 }
