@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,8 +48,19 @@ the endpoint unreachable. docs/CONTROL.md describes every command.`
 			if at < 0 {
 				return usageErr(errors.New("ctl: expected ADDR COMMAND (the job's --control-addr, then one of " + strings.Join(controlCommands, ", ") + ")"))
 			}
+			if slices.Contains(controlCommands, args[at]) {
+				// A command where ADDR belongs: its help if asked for,
+				// else say what is missing.
+				if slices.Contains(args, "-h") || slices.Contains(args, "--help") {
+					sub := ctlCommands("ADDR", long)
+					sub.SetArgs([]string{"ctl", "ADDR", args[at], "--help"})
+					sub.SetOut(cmd.OutOrStdout())
+					return sub.Execute()
+				}
+				return usageErr(fmt.Errorf("ctl: expected ADDR before %s (the job's --control-addr: streamd ctl ADDR %s …)", args[at], args[at]))
+			}
 			sub := ctlCommands(args[at], long)
-			sub.SetArgs(append(append([]string(nil), args[:at]...), args[at+1:]...))
+			sub.SetArgs(append(append([]string{"ctl", args[at]}, args[:at]...), args[at+1:]...))
 			sub.SetOut(cmd.OutOrStdout())
 			sub.SetErr(cmd.ErrOrStderr())
 			sub.SetIn(cmd.InOrStdin())
@@ -58,11 +70,17 @@ the endpoint unreachable. docs/CONTROL.md describes every command.`
 	}
 }
 
-// ctlCommands is the command tree of `streamd ctl ADDR …`, for addr.
+// ctlCommands is the command tree of `streamd ctl ADDR …`, for addr: its
+// root is "streamd", so that usage lines read `streamd ctl ADDR scale N`;
+// execute it with arguments "ctl", addr, then the command's.
 func ctlCommands(addr, long string) *cobra.Command {
 	var token string
 	var timeout time.Duration
-	root := &cobra.Command{Use: "streamd ctl " + addr, Long: long}
+	top := &cobra.Command{Use: "streamd", SilenceErrors: true, SilenceUsage: true}
+	ctl := &cobra.Command{Use: "ctl"}
+	root := &cobra.Command{Use: addr, Long: long}
+	top.AddCommand(ctl)
+	ctl.AddCommand(root)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return usageErr(errors.New("ctl: expected a command after ADDR (one of " + strings.Join(controlCommands, ", ") + ")"))
 	}
@@ -131,7 +149,7 @@ func ctlCommands(addr, long string) *cobra.Command {
 		}}
 	up.Flags().StringVarP(&specFile, "file", "f", "", "read the operator's entry (YAML or JSON) from this file (- for standard input)")
 	root.AddCommand(up)
-	return root
+	return top
 }
 
 // ctlSend posts command to the endpoint at addr and prints the answer.

@@ -101,6 +101,10 @@ func TestUsageErrors(t *testing.T) {
 			"streamd: checkpoints inspect: " + ck + " is a checkpoint directory holding 2 checkpoint(s), not one checkpoint: pass one of its chk-… entries (the newest is " + chk + "), or see streamd checkpoints list " + ck + "\n"},
 		{"restore the checkpoint directory", []string{"run", fresh, "--restore", ck}, 2,
 			"streamd: --restore: " + ck + " is a checkpoint directory holding 2 checkpoint(s)…"},
+		{"ctl with a command where ADDR belongs", []string{"ctl", "scale", "3"}, 2,
+			"streamd: ctl: expected ADDR before scale (the job's --control-addr: streamd ctl ADDR scale …)\n"},
+		{"ctl with an address and no command", []string{"ctl", "127.0.0.1:1"}, 2,
+			"streamd: ctl: expected a command after ADDR (one of status, scale, rebalance, pause-controller, resume-controller, checkpoint, stop, update)\n"},
 		{"restore latest without a checkpoint", []string{"run", fresh, "--restore", "latest"}, 2,
 			"streamd: --restore latest: no checkpoint in " + freshCk + " to resume from; run without --restore to start afresh\n"},
 	} {
@@ -111,6 +115,12 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("streamd %s: exit %d, stderr %q; want %d, %q", strings.Join(c.args, " "), code, stderr, c.code, c.stderr)
 			}
 		})
+	}
+	// A command's help names the whole command line, with or without ADDR.
+	for _, args := range [][]string{{"ctl", "scale", "--help"}, {"ctl", "ADDR", "scale", "-h"}} {
+		if code, out, _ := cli(t, args...); code != 0 || !strings.Contains(out, "\n  streamd ctl ADDR scale N [flags]\n") {
+			t.Errorf("streamd %s: exit %d, %q", strings.Join(args, " "), code, out)
+		}
 	}
 	if code, out, _ := cli(t, "checkpoints", "inspect", chk); code != 0 || !strings.HasPrefix(out, "checkpoint 2 ") {
 		t.Errorf("inspect %s: exit %d, %q", chk, code, out)

@@ -58,14 +58,17 @@ type RebalancePlan struct {
 	// step moved during the period counts at its new owner, so that
 	// Before and After compare the same loads); Planned the same after the
 	// moves, as planned.
-	Loads, Planned []uint64
+	Loads   []uint64 `json:"loads"`
+	Planned []uint64 `json:"planned"`
 	// Before, After and Target are skews (max / mean): of Loads, planned,
 	// aimed at (raised to the heaviest key group's share when one group is
 	// heavier than the target allows).
-	Before, After, Target float64
-	Groups                int   // key groups to move
-	Bytes                 int64 // their state bytes (operators' estimates: core.StateSizer)
-	Steps                 int   // live changes it takes
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	Target float64 `json:"target"`
+	Groups int     `json:"groups"` // key groups to move
+	Bytes  int64   `json:"bytes"`  // their state bytes (operators' estimates: core.StateSizer)
+	Steps  int     `json:"steps"`  // live changes it takes
 }
 
 // ErrNoRebalance: the region cannot be rebalanced (stateless, or no
