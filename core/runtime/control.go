@@ -317,7 +317,7 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 }
 
 // placeControl serves the first queued request that can be placed before
-// block next, which no source worker has started (x.mu held; exchange.go,
+// block next, which no source worker has started (x.mu held; worker.go,
 // beginNext): a change of the channel count makes a routing there, a
 // checkpoint or an update takes the pending slot. It returns whether it
 // placed something (then nothing else goes at next), and a fatal error.
@@ -343,7 +343,7 @@ func (r *run) placeControl(next int) (bool, error) {
 				r.answer(q, out, nil, nil)
 				continue
 			}
-			err := r.placeChange(q.channels, next, nil)
+			err := x.placeChange(q.channels, next, nil)
 			out.Seq = uint64(next) << blockSeqBits
 			if err == nil {
 				r.scaled(q, from)
@@ -397,7 +397,7 @@ func (r *run) placeControl(next int) (bool, error) {
 // (sendBarrier), with its sequence number and (block, record) position.
 func (r *run) requestCheckpoint(t int, q *ctlRequest) {
 	wait := r.ck.await(r.ck.epoch + 1)
-	r.requestBarrier(t)
+	r.x.requestBarrier(t)
 	r.x.midInfo.req, r.x.midInfo.wait = q, wait
 }
 

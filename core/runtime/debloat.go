@@ -300,7 +300,7 @@ func (d *debloater) controller(i, size, limit int) *debloat.Controller {
 // Channel c drains the M rings to it one block at a time, so a ring whose
 // block c does not read yet gives its producer no measure (its push just
 // waits), and would fill to its capacity, all of it in front of a barrier
-// later placed in that block (exchange.go, midBarrier); the limit of the
+// later placed in that block (worker.go, midBarrier); the limit of the
 // ring c reads now is the right one for every ring to c. Costs a few
 // atomic loads per block.
 func (d *debloater) seed(rings []*ring.SPSC[*core.Batch]) {

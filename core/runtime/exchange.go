@@ -3,9 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	goruntime "runtime"
 	"slices"
@@ -334,7 +332,15 @@ func (in *blockInput) Len() int {
 // with its splitter and pre-region instances, and the routings that say
 // which worker reads which block and over which rings.
 type exchange struct {
+	r   *run
 	src core.Splittable
+	// splitIn is the splitters' input schema (workers added later make
+	// theirs with it); startBlock is the block the workers start at (a
+	// restore's), startSkip the records of it a restore's worker drops
+	// (the checkpoint was taken inside the block).
+	splitIn    *core.Schema
+	startBlock int
+	startSkip  int64
 
 	// Barriers (checkpoints) go inside a block (midBarrier): when a
 	// checkpoint is due, the barrier is requested, under mu, in the
@@ -359,11 +365,11 @@ type exchange struct {
 	// block has been started (started), when no later routing can still
 	// cover it (rescale.go; docs/ARCHITECTURE.md, "Live channel changes").
 	mu      sync.Mutex
-	workers []*srcWorker // by id; ids are never reused
-	current []int        // by worker id: the block it reads (or read last)
-	reading []bool       // by worker id: it is reading current (not at its end yet)
-	retired []bool       // by worker id: it found no block left and stopped
-	mid     int          // the block a requested barrier goes in; -1: none
+	workers []*sourceWorker // by id; ids are never reused (worker.go)
+	current []int           // by worker id: the block it reads (or read last)
+	reading []bool          // by worker id: it is reading current (not at its end yet)
+	retired []bool          // by worker id: it found no block left and stopped
+	mid     int             // the block a requested barrier goes in; -1: none
 	midInfo *barrierInfo
 	midReq  atomic.Int64 // mid, read without mu
 	// limits is the buffer-debloating limit last measured for each
@@ -396,17 +402,16 @@ type exchange struct {
 	routes     atomic.Pointer[[]*routing]  // configs, for the channels
 	splitters  atomic.Pointer[[]*splitter] // every worker's, for reports
 
-	// Barriers after the end of the input (endBarrier), under mu: r is
-	// the run; tail the barriers placed at the end, which every channel
-	// delivers before End; atEnd the channels that have read every block;
-	// tailClosed once no more will be placed.
-	r          *run
+	// Barriers after the end of the input (endBarrier), under mu: tail
+	// the barriers placed at the end, which every channel delivers before
+	// End; atEnd the channels that have read every block; tailClosed once
+	// no more will be placed.
 	tail       []*barrierInfo
 	atEnd      map[int]bool
 	tailClosed bool
 
 	// Dead letters: each worker's pre-region operators and block reads
-	// report bad records to its own deferred policy (srcWorker.errs); its
+	// report bad records to its own deferred policy (sourceWorker.errs); its
 	// splitter hands them to the merger's queue (letters.go) before it
 	// pushes anything after them, tagged with the last sequence number
 	// they can precede, and the merger writes all dead letters — the
@@ -421,21 +426,6 @@ type exchange struct {
 	// failed block (-1: none); turn is broadcast as nextBlock moves.
 	failBlock int
 	turn      *sync.Cond // on lettersMu
-}
-
-// srcWorker is one source worker's own parts.
-type srcWorker struct {
-	id   int
-	sp   *splitter
-	pre  *instSet
-	errs *core.ErrorPolicy
-	cpu  *stageCPU
-	// chain is the pre-region chain into sp; applied counts the
-	// exchange's updates its instances have taken (x.mu to read updates).
-	chain   *core.Chain
-	applied int
-	// ahead is the worker's event_time.max_ahead check (nil: off).
-	ahead *aheadCheck
 }
 
 // routing is how the workers route from a block on: which workers read
@@ -517,24 +507,26 @@ func sourceWorkers(job *Job, cores int) int {
 func SourceWorkers(job *Job) int { return sourceWorkers(job, UsableCores()) }
 
 // buildExchange makes the first routing (m workers, the region's
-// channels), the workers' splitters and their pre-region instances.
-func (r *run) buildExchange(m int, splitIn *core.Schema) error {
+// channels), the workers' splitters and their pre-region instances; the
+// workers start at block startBlock, dropping its first startSkip records
+// (a restore's position, restoredBlock).
+func (r *run) buildExchange(m int, splitIn *core.Schema, startBlock int, startSkip int64) error {
 	reg := r.job.Region
-	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, mid: -1, floor: r.startBlock, nextBlock: r.startBlock, done: map[int]bool{}, failBlock: -1}
+	x := &exchange{src: r.job.Source.(core.Splittable), pending: -1, mid: -1, floor: startBlock, nextBlock: startBlock, done: map[int]bool{}, failBlock: -1}
+	x.splitIn, x.startBlock, x.startSkip = splitIn, startBlock, startSkip
 	x.midReq.Store(-1)
 	x.turn = sync.NewCond(&x.lettersMu)
 	x.limits, x.pieces = make([]atomic.Int32, r.maxChannels), make([]atomic.Int32, r.maxChannels)
 	x.starved, x.now = make([]atomic.Int64, r.maxChannels), r.debloatClock()
 	x.r, x.atEnd = r, map[int]bool{}
-	x.started.Store(int64(r.startBlock) - 1)
+	x.started.Store(int64(startBlock) - 1)
 	r.x = x
-	r.splitIn = splitIn
-	first := &routing{block: r.startBlock}
+	first := &routing{block: startBlock}
 	if len(reg.Key) > 0 {
 		first.table = startTable(r.restore, true, reg.Groups, reg.Channels)
 	}
 	for range m {
-		w, err := r.newWorker(first.table, reg.Channels)
+		w, err := newSourceWorker(x, first.table, reg.Channels)
 		if err != nil {
 			return err
 		}
@@ -548,47 +540,6 @@ func (r *run) buildExchange(m int, splitIn *core.Schema) error {
 	x.publish()
 	r.initialTable = first.table
 	return r.buildController()
-}
-
-// newWorker makes source worker id len(x.workers) with rings to n
-// channels (x.mu held once the run started): its splitter, pre-region
-// instances, error policy and CPU account. It does not start it.
-func (r *run) newWorker(table *kvstate.Table, n int) (*srcWorker, error) {
-	x := r.x
-	id := len(x.workers)
-	rings := make([]*ring.SPSC[*core.Batch], n)
-	for c := range rings {
-		var err error
-		if rings[c], err = r.newRing(); err != nil {
-			return nil, err
-		}
-	}
-	sp, err := newSplitter(rings, r.splitIn, r.job.Region, r.maxChannels)
-	if err != nil {
-		return nil, err
-	}
-	sp.table = table // one table, read-only, shared by the workers
-	sp.force = r.job.forcePieces
-	if lg := r.job.BatchLinger; lg > 0 { // only when asked for (Job.BatchLinger)
-		sp.gatherOn(lg, r.clock())
-		sp.flat = true
-	}
-	w := &srcWorker{id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
-	sp.errs, sp.letters = w.errs, &r.letters
-	sp.cpu = w.cpu
-	if sp.db = r.newDebloater(); sp.db != nil {
-		sp.db.shared, sp.db.starved = x.limits, x.starved
-		sp.db.countPieces(x.pieces)
-	}
-	if w.pre, err = r.instantiate(r.preDefs, core.Env{Channel: id, Channels: id + 1, Errors: w.errs}, r.preCounters); err != nil {
-		return nil, err
-	}
-	x.workers = append(x.workers, w)
-	x.current = append(x.current, -1)
-	x.reading = append(x.reading, false)
-	x.routed = append(x.routed, 0)
-	x.retired = append(x.retired, false)
-	return w, nil
 }
 
 // publish makes the routings and splitters visible to readers outside mu
@@ -750,7 +701,7 @@ func unknownPosition(b int64) error {
 // input is channel c's side of the exchange; the restore's watermark
 // state when r resumes from a checkpoint.
 func (r *run) input(c int, bound int64) (*blockInput, error) {
-	in := newBlockInput(r.x, c, r.startBlock, bound, r.startWM, r.ctx)
+	in := newBlockInput(r.x, c, r.x.startBlock, bound, r.startWM, r.ctx)
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.prevMax)
 		if in.times != nil {
@@ -760,92 +711,6 @@ func (r *run) input(c int, bound int64) (*blockInput, error) {
 		}
 	}
 	return in, nil
-}
-
-// beginNext is what worker w does before reading its next block after
-// block after: find it (−1: none left, the worker stops), note it, take
-// up the routing for it, send the barrier placed before it if there is
-// one, and place the next barrier (a checkpoint is due) or change (a
-// control request, the region's own controller or the balancer asks for
-// one).
-func (r *run) beginNext(w *srcWorker, after int) (int, error) {
-	x := r.x
-	x.mu.Lock()
-	b := x.nextFor(w.id, after, r.startBlock)
-	if b < 0 {
-		x.retired[w.id] = true // no later routing may give it blocks
-		x.mu.Unlock()
-		return -1, nil
-	}
-	x.current[w.id], x.reading[w.id] = b, true
-	if int64(b) > x.started.Load() {
-		x.started.Store(int64(b))
-	}
-	var send *barrierInfo
-	var upd *update
-	if x.pending == b {
-		send, upd, x.pending, x.pendingInfo, x.pendingUpd = x.pendingInfo, x.pendingUpd, -1, nil, nil
-	}
-	// Changes of the pre-region logic from block b on (update.go).
-	var swaps []*update
-	for ; w.applied < len(x.updates) && x.updates[w.applied].block <= b; w.applied++ {
-		swaps = append(swaps, x.updates[w.applied])
-	}
-	k := configIndex(x.configs, b)
-	changed := k != x.routed[w.id]
-	x.routed[w.id] = k
-	cfg := x.configs[k]
-	var err error
-	// A checkpoint due (counting block starts for EveryBatches) is
-	// requested inside a block (midBarrier); changes are placed at the
-	// next block no worker has started, one pending at a time, never at
-	// a routing's first block (the channels' Reconfig marker has that
-	// sequence number).
-	if t := x.barrierBlock(); r.ck != nil && send == nil && t >= 0 && r.ck.due() {
-		r.requestBarrier(t)
-	} else if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && upd == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
-		placed := false
-		if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
-			placed, err = r.placeControl(next)
-		}
-		if r.own != nil && !placed && err == nil && r.own.next(r, false) {
-			placed, err = r.placeControl(next)
-		}
-		if r.bal != nil && !placed {
-			last := x.configs[len(x.configs)-1]
-			if t := r.bal.next(r, last.table); t != nil {
-				err = r.placeChange(last.channels(), next, t)
-			}
-		}
-	}
-	x.mu.Unlock()
-	if err != nil {
-		return -1, err
-	}
-	if changed {
-		p := slices.Index(cfg.ids, w.id)
-		w.sp.use(cfg.rings[p], cfg.heldAt(p), cfg.table)
-	}
-	for _, u := range swaps {
-		if err := applyUpdate(w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
-			return -1, err
-		}
-		w.chain = chainOf(w.pre.insts, w.sp.route)
-	}
-	if upd != nil {
-		// The sync point of a change of logic: before block b's records.
-		w.sp.seq = uint64(b)<<blockSeqBits - 1
-		m := core.NewMarker(core.Update)
-		m.Control, m.Stamp = upd, time.Now().UnixNano()
-		return b, w.sp.route(m)
-	}
-	if send == nil {
-		return b, nil
-	}
-	w.sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
-	return b, w.sp.route(m)
 }
 
 // barrierBlock is the block a checkpoint due now puts its barrier in
@@ -866,8 +731,8 @@ func (x *exchange) barrierBlock() int {
 // block t, which a worker is reading (x.mu held). A request not yet sent
 // is replaced: its checkpoint has timed out (a new one is due only when
 // none is in flight).
-func (r *run) requestBarrier(t int) {
-	x := r.x
+func (x *exchange) requestBarrier(t int) {
+	r := x.r
 	if old := x.midInfo; old != nil && old.req != nil {
 		// Never sent: its waiter hears of the timeout from the coordinator.
 		r.answer(old.req, Outcome{Epoch: old.epoch, Position: -1}, old.wait, nil)
@@ -890,107 +755,17 @@ func (x *exchange) takeBarrier(b int) *barrierInfo {
 	return info
 }
 
-// midBarrier is what worker w does between two batches of block b, n
-// records of it read (ReadBlock's records, before event time and the
-// pre-region operators drop any), when a barrier is requested in b or
-// a checkpoint may be due by the clock: request one if it is (in the
-// smallest block being read, maybe b), and send the one requested in b,
-// at (b, n).
-//
-// Why a barrier there is a consistent cut, whatever M and N: the
-// channels take blocks in block order and each block's stream from its
-// worker's FIFO ring, so every channel meets the barrier after every
-// record of blocks < b and the first n of b, and before the rest of b
-// and every record of blocks > b, however far their workers have read:
-// one point of the sequential order, the same in every channel, which
-// the merger aligns as any marker. The checkpoint records (b, n) and the
-// state the channels hold there; a restore starts the workers at b, and
-// b's worker drops its first n records (sourceWorker).
-//
-// Between two pieces of a source batch (cut.go), k is how many of the
-// batch's records come before the barrier (0 at a batch's end), and
-// pieceMax the largest event time of the block up to the batch's end
-// (the watermark candidate the batch will send), which the checkpoint
-// records as the watermark generator's state: core.NoTime at a batch's
-// end.
-func (r *run) midBarrier(w *srcWorker, b int, n, k, pieceMax int64) error {
-	x := r.x
-	x.mu.Lock()
-	if r.ctl.queued.Load() != 0 {
-		r.placeCheckpoint()
-	}
-	if x.mid != b && r.ck != nil && r.ck.dueByClock() {
-		if t := x.barrierBlock(); t >= 0 {
-			r.requestBarrier(t)
-		}
-	}
-	info := x.takeBarrier(b)
-	x.mu.Unlock()
-	if info == nil {
-		return nil
-	}
-	info.batchRecords = k
-	return r.sendBarrier(w, info, b, n, pieceMax)
-}
-
-// barrierDue is whether worker code reading block cur should look for a
-// barrier to send (midBarrier): one is requested in cur, or a checkpoint
-// may be due by the clock, or the control plane has a request. An atomic
-// load or two per batch.
-func (r *run) barrierDue(cur int) bool {
-	return r.x.midReq.Load() == int64(cur) || r.ck != nil && (r.ck.dueByClock() || r.ctl.queued.Load() != 0)
-}
-
-// endBlock is what worker w does when it has read block b to its end:
-// it is no longer reading b, and sends the barrier requested in b if it
-// has not yet; that barrier is after every record of b, so its position
-// is the start of block b+1.
-func (r *run) endBlock(w *srcWorker, b int) error {
-	x := r.x
-	x.mu.Lock()
-	x.reading[w.id] = false
-	info := x.takeBarrier(b)
-	x.mu.Unlock()
-	if info == nil {
-		return nil
-	}
-	return r.sendBarrier(w, info, b+1, 0, core.NoTime)
-}
-
-// sendBarrier sends checkpoint info's barrier from worker w, at position
-// (block b, n records of it), after everything w has routed; pieceMax as
-// midBarrier's.
-func (r *run) sendBarrier(w *srcWorker, info *barrierInfo, b int, n, pieceMax int64) error {
-	x := r.x
-	info.block, info.record = int64(b), n
-	info.inPiece, info.pieceMax = pieceMax != core.NoTime, pieceMax
-	if _, counted := x.src.(core.BlockStarts); counted || b == 0 {
-		info.position = x.recordsBefore(b) + n
-	}
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp, m.Control = info.epoch, time.Now().UnixNano(), info
-	req, wait := info.req, info.wait // info belongs to the checkpoint once routed
-	err := w.sp.route(m)
-	if req != nil {
-		out := Outcome{Epoch: info.epoch, Seq: w.sp.seq, Position: -1, Block: int64(b), Record: n}
-		if r.knowsPositions() || b == 0 {
-			out.Position = x.recordsBefore(b) + n
-		}
-		r.answer(req, out, wait, err)
-	}
-	return err
-}
-
 // workersFor is how many source workers a routing with n channels gets:
 // with Job.SourceParallelism set, the workers still reading (now: no new
 // ones, as near the end of the input some have no block left), else the
 // source cores less the channels (trading cores between source workers
 // and channels), at least 1, at most one per block.
-func (r *run) workersFor(n, now int) int {
+func (x *exchange) workersFor(n, now int) int {
+	r := x.r
 	if r.job.SourceParallelism > 0 {
 		return now
 	}
-	return max(1, min(r.sourceCores()-n, r.x.blocks()))
+	return max(1, min(r.sourceCores()-n, x.blocks()))
 }
 
 // sourceCores is how many cores source workers and channels share when
@@ -1011,8 +786,8 @@ func (r *run) sourceCores() int {
 // the channels and workers it adds, started at once: new channels wait
 // for their key groups and for the watermark state at b (channel 0
 // publishes it when it reaches the change), new workers for their blocks.
-func (r *run) placeChange(n, b int, table *kvstate.Table) error {
-	x := r.x
+func (x *exchange) placeChange(n, b int, table *kvstate.Table) error {
+	r := x.r
 	if n < 1 || n > r.maxChannels {
 		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
 	}
@@ -1024,7 +799,7 @@ func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 			alive++
 		}
 	}
-	m := r.workersFor(n, max(1, alive))
+	m := x.workersFor(n, max(1, alive))
 	if table != nil {
 		m = max(1, alive)
 	}
@@ -1067,9 +842,9 @@ func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 			next.held = append(next.held, slots)
 		}
 	}
-	var added []*srcWorker
+	var added []*sourceWorker
 	for len(next.ids) < m {
-		w, err := r.newWorker(next.table, n)
+		w, err := newSourceWorker(x, next.table, n)
 		if err != nil {
 			return err
 		}
@@ -1102,59 +877,9 @@ func (r *run) placeChange(n, b int, table *kvstate.Table) error {
 		r.changed(n)
 	}
 	for _, w := range added {
-		r.startWorker(w)
+		w.start()
 	}
 	return nil
-}
-
-// blockDone notes that block b was read to its end (its dead letters
-// handed to the merger's queue) and moves nextBlock over every finished
-// block, in block order, for blockFailed.
-func (r *run) blockDone(b int) {
-	x := r.x
-	x.lettersMu.Lock()
-	defer x.lettersMu.Unlock()
-	x.done[b] = true
-	defer x.turn.Broadcast()
-	for x.done[x.nextBlock] {
-		delete(x.done, x.nextBlock)
-		x.nextBlock++
-	}
-}
-
-// blockFailed is what worker reading block b does when the read fails with
-// err: wait until every block before b is read to its end (its dead letters
-// handed over) or an earlier block failed too, and say whether err is the
-// job's error (b is the first failed block). A cancelled run does not
-// wait.
-func (r *run) blockFailed(b int, err error) bool {
-	x := r.x
-	x.lettersMu.Lock()
-	defer x.lettersMu.Unlock()
-	if x.failBlock < 0 || b < x.failBlock {
-		x.failBlock = b
-	}
-	stop := context.AfterFunc(r.ctx, func() {
-		x.lettersMu.Lock()
-		x.turn.Broadcast()
-		x.lettersMu.Unlock()
-	})
-	defer stop()
-	for x.nextBlock < b && x.failBlock == b && r.ctx.Err() == nil {
-		x.turn.Wait()
-	}
-	first := x.failBlock == b && r.ctx.Err() == nil
-	x.turn.Broadcast()
-	return first
-}
-
-// failedBefore says whether a block before b has failed: a worker stops
-// instead of reading b.
-func (r *run) failedBefore(b int) bool {
-	x := r.x
-	x.lettersMu.Lock()
-	defer x.lettersMu.Unlock()
-	return x.failBlock >= 0 && x.failBlock < b
 }
 
 // recordsBefore is the input position (records read) at the start of
@@ -1172,187 +897,4 @@ func (x *exchange) blocks() int {
 		return n
 	}
 	return math.MaxInt
-}
-
-// launchWorkers starts the first routing's source workers.
-func (r *run) launchWorkers() {
-	for _, w := range r.x.workers {
-		r.startWorker(w)
-	}
-}
-
-// startWorker starts source worker w.
-func (r *run) startWorker(w *srcWorker) {
-	r.wg.Add(1)
-	r.placer.Start("source", w.id, func() {
-		defer r.wg.Done()
-		defer r.recoverStage("source", w.id)
-		w.cpu.begin()
-		defer w.cpu.end()
-		r.sourceWorker(w)
-	})
-}
-
-// sourceWorker reads the blocks the routings give worker w, in order, and
-// feeds each through event time, the pre-region operators and its
-// splitter. Between two batches it sends a barrier requested in its
-// block (midBarrier). Restored inside a block, it drops that block's
-// records before the position, reading them (a Parquet row group or a
-// text block cannot be entered in the middle; a generator's block is
-// cheap to make), with its error policy muted: their malformed records
-// were handled before the checkpoint.
-func (r *run) sourceWorker(w *srcWorker) {
-	sp := w.sp
-	x := r.x
-	w.chain = chainOf(w.pre.insts, sp.route)
-	maxT := int64(core.NoTime)
-	sc := w.cpu
-	// cur is the block being read; read counts its records emit has
-	// taken, skip those to drop (a restore inside cur).
-	var cur int
-	var read, skip int64
-	emit := func(b *core.Batch) error {
-		start := read // the block's records before this batch
-		if read < skip {
-			k := min(int64(b.Len), skip-read)
-			read += k
-			if read == skip {
-				w.errs.Unmute()
-			}
-			if k == int64(b.Len) {
-				b.Release()
-				return nil
-			}
-			for i := int(k); i < b.Len; i++ { // a checkpoint between two pieces (cut.go)
-				b.Move(i-int(k), i)
-			}
-			b.Truncate(b.Len - int(k))
-		}
-		read += int64(b.Len)
-		n0 := b.Len
-		var err error
-		if maxT, err = r.admit(b, sc, maxT, w.errs, w.ahead); err != nil {
-			b.Release()
-			return err
-		}
-		if b.Len == 0 { // every record failed event_time.expr
-			b.Release()
-			return nil
-		}
-		stamp := b.Stamp
-		if k := sp.cutSize(); k > 0 && b.Len > k && w.errs.Held() == 0 {
-			// Pieces (cut.go), for a batch without dead letters (the
-			// merger writes a worker's after every record it was routed
-			// with: in position order only if that is the whole batch). A
-			// barrier between two only when the pieces' records are the
-			// block's as read (none failed event time or max_ahead), so
-			// that its position counts them, and without max_ahead (a
-			// restore there would judge the rest of the batch by the
-			// median of the rest).
-			exact := b.Len == n0 && w.ahead == nil
-			err = pushPieces(b, k, w.chain.Push, func(rest int) error {
-				if !exact || !r.barrierDue(cur) {
-					return nil
-				}
-				return r.midBarrier(w, cur, read-int64(rest), read-int64(rest)-start, maxT)
-			})
-		} else {
-			err = w.chain.Push(b)
-		}
-		if err != nil {
-			return err
-		}
-		if maxT != core.NoTime {
-			// The watermark candidate: pre-region operators are stateless
-			// (their Watermark does nothing), so it goes to the splitter
-			// directly.
-			mk := core.NewMarker(core.Watermark)
-			mk.Watermark, mk.Stamp = maxT, stamp
-			if err := sp.route(mk); err != nil {
-				return err
-			}
-		}
-		if sp.gather != nil {
-			// What is gathered and linger old goes now (batching.go);
-			// the rest stays for the next batch, a marker or the block's
-			// end, or for a channel that runs out to take.
-			if err := sp.settle(); err != nil {
-				return err
-			}
-		}
-		if r.barrierDue(cur) {
-			return r.midBarrier(w, cur, read, 0, core.NoTime)
-		}
-		return nil
-	}
-	err := r.ctx.Err()
-	for b := -1; err == nil; {
-		if b, err = r.beginNext(w, b); err != nil || b < 0 {
-			break
-		}
-		if r.failedBefore(b) {
-			return // the worker of that block fails the job
-		}
-		base := uint64(b) << blockSeqBits
-		sp.seq, maxT = base, core.NoTime
-		cur, read, skip = b, 0, 0
-		if sp.db != nil {
-			sp.db.seed(sp.rings)
-		}
-		if b == r.startBlock && r.startSkip > 0 {
-			skip = r.startSkip
-			w.errs.Mute()
-		}
-		if x.midReq.Load() == int64(b) { // requested before the block's first record
-			if err = r.midBarrier(w, b, skip, 0, core.NoTime); err != nil {
-				break
-			}
-		}
-		if err = r.x.src.ReadBlock(r.ctx, b, w.errs, emit); err != nil {
-			if r.ctx.Err() == nil && !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
-				if !r.blockFailed(b, err) {
-					return // an earlier block failed, or the run stopped
-				}
-				// The first bad record of the source workers: the channels'
-				// failures on earlier records come first (failure.go).
-				if r.sourceFailed(err, sp.seq, func() error { return sp.pulseAll(sp.seq) }) {
-					return
-				}
-			}
-			break
-		}
-		if read < skip {
-			err = fmt.Errorf("restore: block %d ended %d records before the checkpoint's position", b, skip-read)
-			break
-		}
-		if err = r.endBlock(w, b); err != nil {
-			break
-		}
-		// Dead letters met after the block's last batch go to the merger
-		// before the block-end markers (letters.go).
-		r.letters.add(w.errs, sp.seq)
-		r.blockDone(b)
-		if sp.seq-base >= 1<<blockSeqBits-1 {
-			err = fmt.Errorf("source block %d holds more than %d records and markers", b, uint64(1)<<blockSeqBits-1)
-			break
-		}
-		for c := range sp.rings {
-			mk := core.NewMarker(core.Pulse)
-			mk.Control, mk.Watermark, mk.MarkSeq = blockEnd, maxT, sp.seq
-			if err = sp.push(c, mk); err != nil {
-				break
-			}
-		}
-	}
-	if err == nil {
-		for _, rg := range sp.rings {
-			rg.Close()
-		}
-		return
-	}
-	if errors.Is(err, io.EOF) { // a source must not end a block early with EOF
-		err = fmt.Errorf("source worker %d: %w", w.id, err)
-	}
-	r.fail(err)
-	r.cancelRings()
 }

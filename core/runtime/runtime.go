@@ -114,13 +114,8 @@ type run struct {
 	// x is the M×N exchange of parallel source workers (exchange.go), nil
 	// for the single source stage; splitters are the one splitter or the
 	// workers', for the report.
-	x          *exchange
-	splitIn    *core.Schema // the splitters' input schema (workers added later)
-	splitters  []*splitter
-	startBlock int // the block the workers start at (a restore's)
-	// startSkip is the records of startBlock a restore's worker drops
-	// (the checkpoint was taken inside the block).
-	startSkip int64
+	x         *exchange
+	splitters []*splitter
 
 	// Operator instances of every stage, ever (instantiate, closeSet).
 	instMu sync.Mutex
@@ -421,6 +416,8 @@ func (r *run) build() error {
 	}
 	splitIn := outSchema(job.Source.Schema(), job.Pre)
 	sinkIn := splitIn
+	var startBlock int  // the block the source workers start at (a restore's)
+	var startSkip int64 // the records of it they drop
 	if cp := job.Checkpoint; cp != nil {
 		if cp.Store == nil {
 			return errors.New("checkpointing needs a store")
@@ -461,7 +458,7 @@ func (r *run) build() error {
 						return err
 					}
 				}
-			} else if r.startBlock, r.startSkip, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
+			} else if startBlock, startSkip, err = restoredBlock(&cp.Restore.Meta, job.Source.(core.Splittable)); err != nil {
 				return err
 			}
 		}
@@ -493,7 +490,7 @@ func (r *run) build() error {
 			r.loads = make([]atomic.Pointer[groupLoad], r.maxChannels)
 		}
 		if workers > 0 {
-			if err := r.buildExchange(workers, splitIn); err != nil {
+			if err := r.buildExchange(workers, splitIn, startBlock, startSkip); err != nil {
 				return err
 			}
 		} else {
@@ -675,7 +672,7 @@ func (r *run) launch() error {
 		go r.ck.run(r.log.Info, r.log.Warn)
 	}
 	if r.x != nil {
-		r.launchWorkers()
+		r.x.launchWorkers()
 		return nil
 	}
 	if head == nil {
