@@ -112,15 +112,15 @@ func (r *run) sourceFailed(err error, hi uint64, pulse func() error) bool {
 	return true
 }
 
-// drainFailed is channel c's loop after its operators failed: it keeps
+// drainFailed is the channel's loop after its operators failed: it keeps
 // passing on what the other stages wait for — markers (a Reconfig's key
 // groups still move), its progress for each data batch — until the
 // failure is decided, the run stops, or its input ends.
-func (r *run) drainFailed(c int, in input, insts []instance, send func(*core.Batch) error, sc *stageCPU) {
-	stats := &r.chanStats[c]
+func (s *channelStage) drainFailed() {
+	r, c, stats := s.r, s.c, s.stats
 	for {
 		r.checkFailures()
-		b, err := in.pop(sc)
+		b, err := s.in.pop(s.sc)
 		if err != nil {
 			return
 		}
@@ -134,7 +134,7 @@ func (r *run) drainFailed(c int, in input, insts []instance, send func(*core.Bat
 			b = core.NewMarker(core.Pulse)
 			b.MarkSeq = last
 		case core.Reconfig:
-			if _, err := r.migrate(c, reconfOf(b), insts, sc, false); err != nil {
+			if _, err := s.migrate(reconfOf(b), false); err != nil {
 				b.Release()
 				r.fail(err)
 				r.cancelRings()
@@ -145,7 +145,7 @@ func (r *run) drainFailed(c int, in input, insts []instance, send func(*core.Bat
 			stats.progress.Store(last)
 		}
 		end := kind == core.End || (kind == core.Reconfig && c >= reconfOf(b).to)
-		if err := send(b); err != nil {
+		if err := s.send(b); err != nil {
 			if !errors.Is(err, ring.ErrCanceled) && !errors.Is(err, ring.ErrClosed) {
 				r.fail(fmt.Errorf("channel %d: %w", c, err))
 			}

@@ -83,40 +83,43 @@ func needsHeld(b *core.Batch, insts []instance) bool {
 	return true
 }
 
-// settle adopts the handoffs of h that have arrived, and with wait the
-// rest too, waiting for them. It returns nil once every handoff is adopted
-// (the step's pause recorded), else h.
-func (r *run) settle(c int, h *holding, insts []instance, sc *stageCPU, wait bool) (*holding, error) {
+// settle adopts the handoffs of the step the channel holds (held) that
+// have arrived, and with wait the rest too, waiting for them. Once every
+// handoff is adopted it records the step's pause and clears held.
+func (s *channelStage) settle(wait bool) error {
+	h := s.held
 	t0 := time.Now()
 	for h.left > 0 {
 		var ho handoff
 		select {
-		case ho = <-h.rc.mail[c]:
+		case ho = <-h.rc.mail[s.c]:
 		default:
 			if !wait {
 				h.pause += time.Since(t0)
-				return h, nil
+				return nil
 			}
 			h.waited = true
-			w0 := sc.waitBegin()
+			w0 := s.sc.waitBegin()
 			var err error
-			ho, err = r.receive(c, h.rc)
-			sc.waited(w0)
+			ho, err = s.receive(h.rc)
+			s.sc.waited(w0)
 			if err != nil {
-				return nil, err
+				s.held = nil
+				return err
 			}
 		}
-		adoptHandoff(ho, insts)
+		adoptHandoff(ho, s.insts)
 		h.left--
 	}
 	h.pause += time.Since(t0)
-	r.balancePauses.record(h.pause)
-	r.chanStats[c].PauseNs.Add(int64(h.pause))
-	r.holds.Add(1)
+	s.r.balancePauses.record(h.pause)
+	s.stats.PauseNs.Add(int64(h.pause))
+	s.r.holds.Add(1)
 	if h.waited {
-		r.holdWaits.Add(1)
+		s.r.holdWaits.Add(1)
 	}
-	return nil, nil
+	s.held = nil
+	return nil
 }
 
 // adoptHandoff installs one handoff in the channel's Migrators.

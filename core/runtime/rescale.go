@@ -250,12 +250,13 @@ func (r *run) drain(sp *splitter) error {
 // drainSpin is how long drain polls without sleeping.
 const drainSpin = 2 * time.Millisecond
 
-// migrate is what channel c does at a reconfiguration marker: hand the key
-// groups it loses to their new owners, then adopt those it gains. At a
+// migrate is what the channel does at a reconfiguration marker: hand the
+// key groups it loses to their new owners, then adopt those it gains. At a
 // rebalance step, with canHold, a channel whose operators can hold the
 // groups it gains (hold.go) does not wait for them: migrate returns the
 // holding, which the channel settles later.
-func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU, canHold bool) (*holding, error) {
+func (s *channelStage) migrate(rc *reconf, canHold bool) (*holding, error) {
+	c, insts := s.c, s.insts
 	t0 := time.Now()
 	if c < len(rc.lose) {
 		for _, l := range rc.lose[c] {
@@ -271,16 +272,16 @@ func (r *run) migrate(c int, rc *reconf, insts []instance, sc *stageCPU, canHold
 	if canHold && rc.balance && c < len(rc.expect) && rc.expect[c] > 0 && hold(insts, rc.gains(c)) {
 		return &holding{rc: rc, left: rc.expect[c], pause: time.Since(t0)}, nil
 	}
-	if err := r.adopt(c, rc, insts, sc); err != nil {
+	if err := s.adopt(rc); err != nil {
 		return nil, err
 	}
 	switch d := time.Since(t0); {
 	case !rc.balance:
-		r.pauses.record(d)
-		r.chanStats[c].PauseNs.Add(int64(d))
+		s.r.pauses.record(d)
+		s.stats.PauseNs.Add(int64(d))
 	case (c < len(rc.lose) && len(rc.lose[c]) > 0) || (c < len(rc.expect) && rc.expect[c] > 0):
-		r.balancePauses.record(d)
-		r.chanStats[c].PauseNs.Add(int64(d))
+		s.r.balancePauses.record(d)
+		s.stats.PauseNs.Add(int64(d))
 	}
 	return nil, nil
 }
@@ -298,34 +299,36 @@ func (rc *reconf) gains(c int) []int {
 	return gs
 }
 
-// join is what a channel added by the change does before its first record:
-// adopt its key groups. Its pause counts from the markers going out (before
-// that, nothing is routed to it); a channel with nothing to adopt has none.
-func (r *run) join(c int, rc *reconf, insts []instance, sc *stageCPU) error {
-	if err := r.adopt(c, rc, insts, sc); err != nil {
+// join is what a channel added by the change rc does before its first
+// record: adopt its key groups. Its pause counts from the markers going out
+// (before that, nothing is routed to it); a channel with nothing to adopt
+// has none.
+func (s *channelStage) join(rc *reconf) error {
+	if err := s.adopt(rc); err != nil {
 		return err
 	}
 	if synced := rc.synced.Load(); synced != 0 {
 		d := time.Duration(max(0, time.Now().UnixNano()-synced))
-		r.pauses.record(d)
-		r.chanStats[c].PauseNs.Add(int64(d))
+		s.r.pauses.record(d)
+		s.stats.PauseNs.Add(int64(d))
 	}
 	return nil
 }
 
-// adopt waits for the handoffs channel c expects and installs them.
-func (r *run) adopt(c int, rc *reconf, insts []instance, sc *stageCPU) error {
+// adopt waits for the handoffs of rc the channel expects and installs them.
+func (s *channelStage) adopt(rc *reconf) error {
+	c := s.c
 	if c >= len(rc.expect) {
 		return nil
 	}
 	for k := 0; k < rc.expect[c]; k++ {
-		t0 := sc.waitBegin()
-		h, err := r.receive(c, rc)
-		sc.waited(t0)
+		t0 := s.sc.waitBegin()
+		h, err := s.receive(rc)
+		s.sc.waited(t0)
 		if err != nil {
 			return err
 		}
-		adoptHandoff(h, insts)
+		adoptHandoff(h, s.insts)
 	}
 	return nil
 }
@@ -341,7 +344,10 @@ const (
 	adoptSpinMax = 20 * time.Millisecond
 )
 
-func (r *run) receive(c int, rc *reconf) (handoff, error) {
+// receive waits for the next handoff of rc to the channel: polling first
+// (adoptSpin) where rc.spin allows, then parked, until the run stops.
+func (s *channelStage) receive(rc *reconf) (handoff, error) {
+	c := s.c
 	start := time.Now()
 	for spins := 0; rc.spin; spins++ {
 		select {
@@ -361,8 +367,8 @@ func (r *run) receive(c int, rc *reconf) (handoff, error) {
 	select {
 	case h := <-rc.mail[c]:
 		return h, nil
-	case <-r.ctx.Done():
-		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups: %w", c, r.ctx.Err())
+	case <-s.r.ctx.Done():
+		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups: %w", c, s.r.ctx.Err())
 	}
 }
 
