@@ -21,10 +21,10 @@ import (
 // rebalance steps. At the input's end it keeps checkpointing while the
 // region drains (endOfInput), then sends End.
 //
-// Everything but r is the stage's own: written by build (set, replay,
-// times, cpu) and launch (the rest) before its goroutine starts, then by
-// that goroutine alone. It is allocated on cache lines of its own
-// (newSourceStage): its goroutine writes it per batch.
+// Everything but r is the stage's own: set by build (set, replay, times,
+// cpu) and launch (src, sp, head, pre) before its goroutine starts, then
+// written by that goroutine alone. It is allocated on cache lines of its
+// own (newSourceStage): its goroutine writes it per batch.
 type sourceStage struct {
 	r *run // what is global: the job, errors, rings, checkpoints, control
 
