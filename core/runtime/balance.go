@@ -445,8 +445,8 @@ func (b *balancer) refuse() {
 // goes on (hold.go), or, when its operators cannot hold, waits at the
 // marker for their old owner to reach it; the others pass it without
 // waiting.
-func (r *run) rebalanceStep(table *kvstate.Table) error {
-	sp := r.splitter
+func (s *sourceStage) rebalanceStep(table *kvstate.Table) error {
+	r, sp := s.r, s.sp
 	n := len(sp.rings)
 	sp.seq++
 	rc := newReconf(sp.seq, n, n, 2)

@@ -246,19 +246,19 @@ func refused(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
 }
 
-// serveControl serves the queued requests on the single source stage,
-// between two source batches. barrier injects a checkpoint barrier as the
-// source loop does when one is due; pre is the pre-region chain, returned
-// rebuilt when an update replaced one of its operators. An error is fatal
-// (a ring was cancelled): the source stops.
-func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrier func() error) (*core.Chain, error) {
+// serveControl serves the queued requests between two source batches:
+// a checkpoint's barrier goes as the loop injects one that is due, and an
+// update of a pre-region operator rebuilds the pre-region chain. An error
+// is fatal (a ring was cancelled): the stage stops.
+func (s *sourceStage) serveControl() error {
+	r := s.r
 	var later []*ctlRequest
 	defer func() { r.ctl.putBack(later) }()
 	for _, q := range r.ctl.take() {
 		switch q.kind {
 		case KindScale:
-			from := len(r.splitter.rings)
-			out := Outcome{From: from, To: q.channels, Position: r.position()}
+			from := len(s.sp.rings)
+			out := Outcome{From: from, To: q.channels, Position: s.position()}
 			if err := r.checkScale(q.channels); err != nil {
 				r.answer(q, out, nil, err)
 				continue
@@ -267,11 +267,11 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 				r.answer(q, out, nil, nil)
 				continue
 			}
-			if err := r.rescale(q.channels); err != nil {
+			if err := s.rescale(q.channels); err != nil {
 				r.answer(q, out, nil, err)
-				return pre, err
+				return err
 			}
-			out.Seq = r.splitter.seq
+			out.Seq = s.sp.seq
 			r.scaled(q, from)
 			r.answer(q, out, nil, nil)
 		case KindCheckpoint:
@@ -280,40 +280,40 @@ func (r *run) serveControl(pre *core.Chain, head func(*core.Batch) error, barrie
 				continue
 			}
 			wait := r.ck.await(r.ck.epoch + 1)
-			if err := barrier(); err != nil {
+			if err := s.injectBarrier(s.stamp, 0, 0); err != nil {
 				r.ck.notify(r.ck.epoch, err)
-				r.answer(q, Outcome{Position: r.position()}, nil, err)
-				return pre, err
+				r.answer(q, Outcome{Position: s.position()}, nil, err)
+				return err
 			}
-			out := Outcome{Epoch: r.ck.epoch, Position: r.position()}
-			if r.splitter != nil {
-				out.Seq = r.splitter.seq
+			out := Outcome{Epoch: r.ck.epoch, Position: s.position()}
+			if s.sp != nil {
+				out.Seq = s.sp.seq
 			}
 			r.answer(q, out, wait, nil)
 		case KindUpdate:
 			u := q.upd
-			u.position = r.position()
+			u.position = s.position()
 			r.commitUpdate(u)
 			if u.stage == stagePre {
-				if err := applyUpdate(r.pre.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
+				if err := applyUpdate(s.set.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
 					r.answer(q, Outcome{Position: u.position}, nil, err)
-					return pre, err
+					return err
 				}
-				pre = chainOf(r.pre.insts, head)
+				s.pre = chainOf(s.set.insts, s.head)
 			}
 			m := core.NewMarker(core.Update)
 			m.Control, m.Stamp = u, time.Now().UnixNano()
-			if err := pre.Push(m); err != nil {
+			if err := s.pre.Push(m); err != nil {
 				r.answer(q, Outcome{Position: u.position}, nil, err)
-				return pre, err
+				return err
 			}
-			u.seq = r.splitter.seq
+			u.seq = s.sp.seq
 			r.answer(q, u.outcome(), nil, nil)
 		default:
 			r.answer(q, Outcome{}, nil, refused("unknown request %q", q.kind))
 		}
 	}
-	return pre, nil
+	return nil
 }
 
 // placeControl serves the first queued request that can be placed before
@@ -437,14 +437,6 @@ func (r *run) minChannels() int {
 func (r *run) knowsPositions() bool {
 	_, ok := r.x.src.(core.BlockStarts)
 	return ok
-}
-
-// position is how many input records the single source stage has read.
-func (r *run) position() int64 {
-	if r.replay != nil {
-		return r.replay.Position()
-	}
-	return r.recordsIn.Load()
 }
 
 // checkScale refuses a channel count the region cannot run with: below

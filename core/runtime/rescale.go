@@ -124,10 +124,9 @@ type handoff struct {
 	state  []any
 }
 
-// rescale changes the channel count to n. It runs on the source stage, the
-// splitter's goroutine, between two batches.
-func (r *run) rescale(n int) error {
-	sp := r.splitter
+// rescale changes the channel count to n, between two source batches.
+func (s *sourceStage) rescale(n int) error {
+	r, sp := s.r, s.sp
 	from := len(sp.rings)
 	if n < 1 || n > r.maxChannels {
 		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
@@ -182,9 +181,9 @@ func (r *run) rescale(n int) error {
 			return err
 		}
 	}
-	cpu0 := r.srcCPU.waitBegin()
-	err := r.drain(sp)
-	r.srcCPU.waited(cpu0)
+	cpu0 := s.cpu.waitBegin()
+	err := s.drain()
+	s.cpu.waited(cpu0)
 	if err != nil {
 		return err
 	}
@@ -218,7 +217,8 @@ func (r *run) changed(n int) {
 
 // drain waits until every channel has finished every batch the splitter
 // pushed to it.
-func (r *run) drain(sp *splitter) error {
+func (s *sourceStage) drain() error {
+	r, sp := s.r, s.sp
 	start := time.Now()
 	for spins := 0; ; spins++ {
 		busy := false

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -38,7 +37,8 @@ type run struct {
 	err   error
 
 	ctx            context.Context
-	pre, post      *instSet
+	post           *instSet
+	src            *sourceStage // the single source stage (source.go); nil with source workers
 	splitter       *splitter
 	bell           *doorbell
 	chanStats      []ChannelStats // one per channel index up to maxChannels
@@ -99,9 +99,8 @@ type run struct {
 	curChans                  atomic.Int64 // the splitter's channel count now
 	start                     time.Time
 	preCounters, postCounters []*core.Counters
-	// CPU accounts (stagecpu.go): srcCPU is the source stage's, cpus every
-	// stage's ever started (cpuMu), procCPU0 the process's CPU at start.
-	srcCPU   *stageCPU
+	// CPU accounts (stagecpu.go): cpus is every stage's ever started
+	// (cpuMu), procCPU0 the process's CPU at start.
 	cpuMu    sync.Mutex
 	cpus     []*stageCPU
 	procCPU0 time.Duration
@@ -122,10 +121,6 @@ type run struct {
 	sets   []*instSet
 
 	// What build prepared for launch and teardown.
-	replay *core.Replayable
-	// times, for a union read by the single source stage, is its
-	// per-input watermark state (inputtimes.go); nil otherwise.
-	times               *inputTimes
 	timeField           int
 	timeUnit, startWM   int64
 	sinkOpen, ckRunning bool
@@ -407,10 +402,8 @@ func (r *run) build() error {
 	workers := sourceWorkers(job, cores)
 	r.parkSoon = !spareCore(jobStages(job, workers, cores), cores)
 	if workers == 0 {
-		r.times = newInputTimes(job.Source) // before a Replayable wraps it
 		// The single source stage (the exchange's workers make their own).
-		r.srcCPU = r.newStageCPU("source", 0)
-		if r.pre, err = r.instantiate(r.preDefs, env, r.preCounters); err != nil {
+		if r.src, err = r.newSourceStage(env); err != nil {
 			return err
 		}
 	}
@@ -424,8 +417,8 @@ func (r *run) build() error {
 		}
 		_, counted := job.Source.(core.BlockStarts)
 		if workers == 0 {
-			r.replay = core.NewReplayable(job.Source)
-			job.Source = r.replay
+			r.src.replay = core.NewReplayable(job.Source)
+			job.Source = r.src.replay
 		}
 		if cp.Restore != nil {
 			var ops []core.OperatorDef
@@ -441,7 +434,7 @@ func (r *run) build() error {
 				if b := cp.Restore.Meta.Sources["block"]; b > 0 && !counted {
 					return unknownPosition(b)
 				}
-				if rs, ok := r.replay.Source.(core.Resumer); ok {
+				if rs, ok := r.src.replay.Source.(core.Resumer); ok {
 					// A live file: the state names the file and the offset
 					// (core.Resumer); Skip then goes there.
 					if err := rs.Resume(cp.Restore.Meta.Extra["source_state"]); err != nil {
@@ -450,11 +443,11 @@ func (r *run) build() error {
 				}
 				// Inside a batch (a barrier between two pieces: cut.go), the
 				// rest of that batch comes as one batch, as it did.
-				if err := r.replay.SkipInBatch(cp.Restore.Meta.Sources["source"], cp.Restore.Meta.Sources[batchRecords]); err != nil {
+				if err := r.src.replay.SkipInBatch(cp.Restore.Meta.Sources["source"], cp.Restore.Meta.Sources[batchRecords]); err != nil {
 					return err
 				}
-				if r.times != nil {
-					if err := r.times.restore(&cp.Restore.Meta); err != nil {
+				if r.src.times != nil {
+					if err := r.src.times.restore(&cp.Restore.Meta); err != nil {
 						return err
 					}
 				}
@@ -505,7 +498,7 @@ func (r *run) build() error {
 			}
 			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.tableNow.Store(r.splitter.table)
-			r.splitter.cpu = r.srcCPU
+			r.splitter.cpu = r.src.cpu
 			r.splitter.force = job.forcePieces
 			if r.splitter.db = r.newDebloater(); r.splitter.db != nil {
 				r.splitter.db.countPieces(make([]atomic.Int32, r.maxChannels))
@@ -616,7 +609,7 @@ func (r *run) launch() error {
 	if job.Region == nil {
 		head = postChain.Push
 		if r.out != nil { // parts: the source stage cuts the chunks
-			r.out.mergerCPU = r.srcCPU
+			r.out.mergerCPU = r.src.cpu
 			head = r.out.Push
 			r.launchOutput()
 		}
@@ -678,15 +671,7 @@ func (r *run) launch() error {
 	if head == nil {
 		head = r.splitter.route
 	}
-	preChain := chainOf(r.pre.insts, head)
-	r.wg.Add(1)
-	r.placer.Start("source", 0, func() {
-		defer r.wg.Done()
-		defer r.recoverStage("source", 0)
-		r.srcCPU.begin()
-		defer r.srcCPU.end()
-		r.source(r.ctx, preChain, head, r.replay, r.startWM)
-	})
+	r.src.launch(head)
 	return nil
 }
 
@@ -740,290 +725,6 @@ func (r *run) teardown(startErr error) (*Report, error) {
 		err = fmt.Errorf("%w: stopped after %d records", ErrInterrupted, rep.RecordsIn)
 	}
 	return rep, err
-}
-
-// source is the first stage: it reads batches, stamps event time, emits
-// watermarks (bounded out-of-orderness) and feeds the pre-region chain,
-// whose last step is the splitter.
-func (r *run) source(ctx context.Context, pre *core.Chain, head func(*core.Batch) error, replay *core.Replayable, startWM int64) {
-	replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
-	maxT, lastWM := int64(core.NoTime), startWM
-	if r.restore != nil {
-		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &maxT)
-	}
-	bound := r.job.EventTime.MaxOutOfOrder
-	times := r.times
-	ahead := r.newAheadCheck()
-	var err error
-	// stamp is the current batch's entry time (the idle read's, for a live
-	// source that gave none), which a barrier injected after it carries.
-	var stamp int64
-	// barrier injects a checkpoint barrier after the current batch; made
-	// once (it reads the loop's variables when called), so that the loop
-	// allocates no closure per batch.
-	barrier := func() error {
-		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, 0, 0)
-	}
-	// Pieces (cut.go): between two pieces of a batch, a barrier due by
-	// the clock goes there when inPieces allows it — the batch's records
-	// as read (none failed event time or max_ahead), a source whose
-	// batches follow the clock (a restore there re-reads the rest of the
-	// batch in other batches, as any restore of such a source does), not
-	// a union and not a core.Resumer (whose state is a batch's end).
-	var inPieces bool
-	var batchLen int // the batch being cut's records as read
-	piecesBarriers := replay != nil && liveInput(replay.Source) && times == nil && ahead == nil
-	if replay != nil {
-		if _, resumer := replay.Source.(core.Resumer); resumer {
-			piecesBarriers = false
-		}
-	}
-	between := func(rest int) error {
-		if !inPieces || r.ck == nil || !r.ck.dueByClock() { // due counts batches (EveryBatches): not pieces
-			return nil
-		}
-		return r.injectBarrier(pre, stamp, replay, maxT, lastWM, times, int64(rest), int64(batchLen-rest))
-	}
-	for {
-		if sp := r.splitter; sp != nil && sp.gather != nil {
-			// Before the source may block: what a waiting channel should
-			// have goes now (batching.go).
-			if err = sp.settle(); err != nil {
-				break
-			}
-		}
-		var b *core.Batch
-		b, err = r.job.Source.Next(ctx)
-		idle := errors.Is(err, core.ErrIdle) // a live source waited and nothing came
-		if err != nil && !idle {
-			break
-		}
-		err = nil
-		stamp = time.Now().UnixNano()
-		if !idle {
-			var pos0 int64 // a union's block (core.Interleaved)
-			if times != nil && b.Len > 0 {
-				pos0 = b.Pos[0]
-			}
-			n0 := b.Len
-			if maxT, err = r.admit(b, r.srcCPU, maxT, r.job.Errors, ahead); err != nil {
-				b.Release()
-				break
-			}
-			if b.Len == 0 { // every record failed event_time.expr
-				b.Release()
-				continue
-			}
-			stamp = b.Stamp
-			if k := r.splitter.cutSize(); k > 0 && b.Len > k {
-				inPieces, batchLen = piecesBarriers && b.Len == n0, n0
-				err = pushPieces(b, k, pre.Push, between)
-			} else {
-				err = pre.Push(b)
-			}
-			if err != nil {
-				break
-			}
-			wm, ok := maxT-bound-1, maxT != core.NoTime
-			if times != nil {
-				// A union, the one branch a batch of another job pays: maxT
-				// was this batch's largest event time (reset below), the
-				// watermark the minimum over the inputs (inputtimes.go).
-				times.at(int(pos0 >> core.PosFileShift))
-				times.see(maxT)
-				maxT = core.NoTime
-				wm, ok = times.watermark(bound)
-			}
-			if ok && wm > lastWM {
-				lastWM = wm
-				m := core.NewMarker(core.Watermark)
-				m.Watermark, m.Stamp = wm, stamp
-				if err = pre.Push(m); err != nil {
-					break
-				}
-			}
-		}
-		if r.ck != nil && r.ck.due() {
-			if err = barrier(); err != nil {
-				break
-			}
-		}
-		if r.ctl.queued.Load() != 0 {
-			if pre, err = r.serveControl(pre, head, barrier); err != nil {
-				break
-			}
-		}
-		if r.own != nil && r.own.next(r, true) {
-			if pre, err = r.serveControl(pre, head, barrier); err != nil {
-				break
-			}
-		}
-		if r.bal != nil {
-			if t := r.bal.next(r, r.splitter.table); t != nil {
-				if err = r.rebalanceStep(t); err != nil {
-					break
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			err = ctx.Err()
-			break
-		}
-	}
-	if errors.Is(err, io.EOF) {
-		err = nil
-		if r.splitter != nil {
-			err = r.splitter.flushAll() // endOfInput waits for the rings to drain
-		}
-		if err == nil {
-			err = r.endOfInput(ctx, pre, replay, maxT, lastWM, times)
-		}
-	}
-	if err == nil {
-		end := core.NewMarker(core.End)
-		end.Stamp = time.Now().UnixNano()
-		err = pre.Push(end)
-	}
-	if err != nil && r.splitter != nil && r.sourceFailed(err, r.splitter.seq, func() error { return r.splitter.pulseAll(r.splitter.seq) }) {
-		return // a bad record: the first in input order fails the job (failure.go)
-	}
-	if err != nil {
-		// Every stage stops: cancel every ring ever made, including those
-		// of channels a live change was adding (not yet the splitter's).
-		r.fail(err)
-		r.cancelRings()
-	}
-}
-
-// injectBarrier starts the next checkpoint: a barrier after every record
-// the source stage has pushed, recording the replay position (records
-// read, less back: the records of the batch being cut into pieces that
-// come after the barrier, cut.go; k those before it) and the watermark
-// generator's state (between pieces, maxT is the whole batch's, as the
-// exchange's midBarrier records).
-func (r *run) injectBarrier(pre *core.Chain, stamp int64, replay *core.Replayable, maxT, lastWM int64, times *inputTimes, back, k int64) error {
-	r.ck.epoch++
-	r.ck.begin(r.ck.epoch)
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp = r.ck.epoch, stamp
-	info := &barrierInfo{epoch: r.ck.epoch, position: replay.Position() - back, batchRecords: k, block: -1, maxTime: maxT, wm: lastWM, started: time.Now()}
-	info.updates = r.updatesText
-	if times != nil {
-		info.maxTimes = times.String()
-	}
-	if rs, ok := replay.Source.(core.Resumer); ok {
-		var err error
-		if info.state, err = rs.ResumeState(); err != nil {
-			m.Release()
-			return err
-		}
-	}
-	m.Control = info
-	return pre.Push(m)
-}
-
-// endOfInput is what the source stage does between its source's end and
-// the End marker when the job checkpoints: while the rings
-// from the splitter to the merger still hold batches (operators still
-// work, maybe for seconds), it injects the barriers that come due, so a
-// long drain is checkpointed too. Such a barrier records the end of the
-// input (position: every record read); a restore from it reads nothing
-// and resumes with the restored state, the watermark and End. End goes
-// once those rings are empty (or cancelled): what is left then is the
-// batch each channel holds and the merger's and the sink's work, which a
-// barrier after End could not cover anyway. It returns ctx's error if the
-// run stops, or the push's.
-func (r *run) endOfInput(ctx context.Context, pre *core.Chain, replay *core.Replayable, maxT, lastWM int64, times *inputTimes) error {
-	if r.ck == nil || r.splitter == nil {
-		return nil
-	}
-	for wait := 50 * time.Microsecond; r.draining(); wait = min(2*wait, 5*time.Millisecond) {
-		if r.ck.dueByClock() {
-			if err := r.injectBarrier(pre, time.Now().UnixNano(), replay, maxT, lastWM, times, 0, 0); err != nil {
-				return err
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(wait)
-	}
-	return nil
-}
-
-// draining says whether a ring from the splitter to the channels or from
-// the channels to the merger still holds batches (source stage only).
-func (r *run) draining() bool {
-	return ringsHold(r.splitter.rings) || ringsHold(r.mergerOuts)
-}
-
-// admit is what a source stage or worker does with each batch its source
-// hands over: set each record's event time from the event-time field or
-// EventTime.Of, count the batch, stamp it with its entry time (unless the
-// source did), and return the largest event time seen, given the one
-// before (maxT). A record Of fails on goes to errs (the stage's policy:
-// the job's, or a source worker's deferred one) and leaves the batch,
-// which may then be empty (Len 0: the caller releases it); an error is
-// errs' (a *core.RecordError under on_error: fail), and fails the source.
-// With ahead (event_time.max_ahead; nil: off) the records too far ahead
-// are malformed the same way, and take no part in the largest event time.
-func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy, ahead *aheadCheck) (int64, error) {
-	before := maxT
-	if f := r.timeField; f >= 0 {
-		w, unit := b.Schema.Width(), r.timeUnit
-		for i := 0; i < b.Len; i++ {
-			t := b.Vals[i*w+f].Int() * unit
-			b.Time[i] = t
-			maxT = max(maxT, t)
-		}
-	} else if of := r.job.EventTime.Of; of != nil {
-		var err error
-		if maxT, err = r.timeOf(b, of, maxT, errs); err != nil {
-			return maxT, err
-		}
-	}
-	if ahead != nil && (r.timeField >= 0 || r.job.EventTime.Of != nil) {
-		if err := ahead.apply(b, errs); err != nil {
-			return before, err
-		}
-		maxT = before
-		for _, t := range b.Time[:b.Len] {
-			maxT = max(maxT, t)
-		}
-	}
-	r.recordsIn.Add(int64(b.Len))
-	r.batchesIn.Add(1)
-	sc.records.Add(int64(b.Len))
-	if b.Stamp == 0 {
-		b.Stamp = time.Now().UnixNano()
-	}
-	return maxT, nil
-}
-
-// timeOf sets the event time of b's records with of, dropping those it
-// fails on (see admit). It allocates nothing unless of does or a record
-// fails.
-func (r *run) timeOf(b *core.Batch, of func([]core.Value) (int64, error), maxT int64, errs *core.ErrorPolicy) (int64, error) {
-	w := b.Schema.Width()
-	kept := 0
-	for i := 0; i < b.Len; i++ {
-		row := b.Vals[i*w : (i+1)*w : (i+1)*w]
-		t, err := of(row)
-		if err != nil {
-			if err := errs.Bad(r.job.EventTime.Input, b.Pos[i], describeRow(b.Schema, row), fmt.Errorf("event_time: %w", err)); err != nil {
-				return maxT, err
-			}
-			continue
-		}
-		b.Time[i] = t
-		b.Move(kept, i)
-		kept++
-		maxT = max(maxT, t)
-	}
-	if kept < b.Len {
-		b.Truncate(kept)
-	}
-	return maxT, nil
 }
 
 // describeRow renders a record for a dead letter: its fields' text,

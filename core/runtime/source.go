@@ -1,0 +1,428 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"streamd/core"
+)
+
+// sourceStage is the single source stage, the job's first stage when it
+// runs without source workers: one goroutine reads the source's batches,
+// stamps their event time, generates watermarks (bounded
+// out-of-orderness) and feeds the pre-region chain, whose last step is the
+// splitter (or, without a region, the post-region chain or the output
+// workers). Between two source batches it serves the protocols that need
+// a point in its input: checkpoint barriers, control requests (channel
+// changes, checkpoints, updates), the region's own controller and
+// rebalance steps. At the input's end it keeps checkpointing while the
+// region drains (endOfInput), then sends End.
+//
+// Everything but r is the stage's own: set by build (set, replay, times,
+// cpu) and launch (src, sp, head, pre) before its goroutine starts, then
+// written by that goroutine alone. It is allocated on cache lines of its
+// own (newSourceStage): its goroutine writes it per batch.
+type sourceStage struct {
+	r *run // what is global: the job, errors, rings, checkpoints, control
+
+	// src is the job's source: the replay wrapper (replay) when the job
+	// checkpoints.
+	src    core.Source
+	replay *core.Replayable
+	// times, for a union, is its per-input watermark state
+	// (inputtimes.go); nil otherwise.
+	times *inputTimes
+	// set is the pre-region operators' instances (with the region's local
+	// step last, if any); pre is their chain ending in head, rebuilt when
+	// an update replaces one of them (serveControl).
+	set  *instSet
+	pre  *core.Chain
+	head func(*core.Batch) error
+	// sp is the splitter (run.splitter), nil without a region.
+	sp    *splitter
+	cpu   *stageCPU   // the stage's CPU account
+	ahead *aheadCheck // event_time.max_ahead; nil: off
+
+	// The watermark generator: bound is EventTime.MaxOutOfOrder (ns),
+	// maxT the largest event time read (for a union, the current batch's:
+	// times keeps each input's), lastWM the last watermark pushed.
+	bound, maxT, lastWM int64
+	// stamp is the current batch's entry time (the idle read's, for a
+	// live source that gave none), which a barrier injected after it
+	// carries.
+	stamp int64
+
+	// Pieces (cut.go): between two pieces of a batch, a barrier due by
+	// the clock goes there when inPieces allows it — the batch's records
+	// as read (none failed event time or max_ahead), a source whose
+	// batches follow the clock (a restore there re-reads the rest of the
+	// batch in other batches, as any restore of such a source does), not
+	// a union and not a core.Resumer (whose state is a batch's end):
+	// piecesBarriers says the source is such. batchLen is the batch being
+	// cut's records as read; between is betweenPieces, bound once so that
+	// the loop allocates no closure per batch.
+	piecesBarriers, inPieces bool
+	batchLen                 int
+	between                  func(rest int) error
+}
+
+// newSourceStage makes the single source stage's account and
+// instantiates its pre-region operators (build; env is the stage's). The
+// stage has cache lines of its own: its goroutine writes it per batch,
+// and a small heap object beside it may be another stage's hot data.
+func (r *run) newSourceStage(env core.Env) (*sourceStage, error) {
+	s := &core.OwnLines[sourceStage](1)[0]
+	s.r = r
+	s.times = newInputTimes(r.job.Source) // before a Replayable wraps it
+	s.cpu = r.newStageCPU("source", 0)
+	var err error
+	s.set, err = r.instantiate(r.preDefs, env, r.preCounters)
+	return s, err
+}
+
+// launch starts the stage's goroutine; head is the pre-region chain's
+// last step. The job's source and the splitter are final by now.
+func (s *sourceStage) launch(head func(*core.Batch) error) {
+	r := s.r
+	s.src, s.sp, s.head = r.job.Source, r.splitter, head
+	s.pre = chainOf(s.set.insts, head)
+	r.wg.Add(1)
+	r.placer.Start("source", 0, func() {
+		defer r.wg.Done()
+		defer r.recoverStage("source", 0)
+		s.cpu.begin()
+		defer s.cpu.end()
+		s.loop(r.ctx)
+	})
+}
+
+// loop is the stage's goroutine: it reads and pushes batches until the
+// input ends, an error stops it or ctx is cancelled, then ends the stage.
+func (s *sourceStage) loop(ctx context.Context) {
+	r := s.r
+	s.replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
+	s.maxT, s.lastWM = core.NoTime, r.startWM
+	if r.restore != nil {
+		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &s.maxT)
+	}
+	s.bound = r.job.EventTime.MaxOutOfOrder
+	s.ahead = r.newAheadCheck()
+	s.piecesBarriers = s.replay != nil && liveInput(s.replay.Source) && s.times == nil && s.ahead == nil
+	if s.replay != nil {
+		if _, resumer := s.replay.Source.(core.Resumer); resumer {
+			s.piecesBarriers = false
+		}
+	}
+	s.between = s.betweenPieces
+	var err error
+	for {
+		if sp := s.sp; sp != nil && sp.gather != nil {
+			// Before the source may block: what a waiting channel should
+			// have goes now (batching.go).
+			if err = sp.settle(); err != nil {
+				break
+			}
+		}
+		var b *core.Batch
+		b, err = s.src.Next(ctx)
+		idle := errors.Is(err, core.ErrIdle) // a live source waited and nothing came
+		if err != nil && !idle {
+			break
+		}
+		err = nil
+		s.stamp = time.Now().UnixNano()
+		if !idle {
+			var empty bool
+			if empty, err = s.push(b); err != nil {
+				break
+			}
+			if empty {
+				continue
+			}
+		}
+		if err = s.betweenBatches(); err != nil {
+			break
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+			break
+		}
+	}
+	s.end(ctx, err)
+}
+
+// push admits b (run.admit: event time, counts, entry time) and pushes it
+// into the pre-region chain — in pieces when the splitter cuts batches
+// (cut.go) — then the watermark it advances. It returns empty, with b
+// released, when every record failed event time (nothing was pushed);
+// an error stops the stage.
+func (s *sourceStage) push(b *core.Batch) (empty bool, err error) {
+	r := s.r
+	var pos0 int64 // a union's block (core.Interleaved)
+	if s.times != nil && b.Len > 0 {
+		pos0 = b.Pos[0]
+	}
+	n0 := b.Len
+	if s.maxT, err = r.admit(b, s.cpu, s.maxT, r.job.Errors, s.ahead); err != nil {
+		b.Release()
+		return false, err
+	}
+	if b.Len == 0 { // every record failed event_time.expr
+		b.Release()
+		return true, nil
+	}
+	s.stamp = b.Stamp
+	if k := s.sp.cutSize(); k > 0 && b.Len > k {
+		s.inPieces, s.batchLen = s.piecesBarriers && b.Len == n0, n0
+		err = pushPieces(b, k, s.pre.Push, s.between)
+	} else {
+		err = s.pre.Push(b)
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, s.watermark(pos0)
+}
+
+// watermark pushes a Watermark marker when the batch just pushed (its
+// first record at pos0) advanced the watermark: the largest event time
+// less the bound, less 1 ns, or for a union the minimum over the inputs.
+func (s *sourceStage) watermark(pos0 int64) error {
+	wm, ok := s.maxT-s.bound-1, s.maxT != core.NoTime
+	if s.times != nil {
+		// A union, the one branch a batch of another job pays: maxT was
+		// this batch's largest event time (reset below), the watermark the
+		// minimum over the inputs (inputtimes.go).
+		s.times.at(int(pos0 >> core.PosFileShift))
+		s.times.see(s.maxT)
+		s.maxT = core.NoTime
+		wm, ok = s.times.watermark(s.bound)
+	}
+	if !ok || wm <= s.lastWM {
+		return nil
+	}
+	s.lastWM = wm
+	m := core.NewMarker(core.Watermark)
+	m.Watermark, m.Stamp = wm, s.stamp
+	return s.pre.Push(m)
+}
+
+// betweenBatches serves, after a source batch (or an idle read), the
+// protocols that go between two batches, in this order: a checkpoint
+// barrier that is due, the queued control requests, the region's own
+// controller (whose decisions are control requests) and a rebalance step.
+// An error is fatal: the stage stops.
+func (s *sourceStage) betweenBatches() error {
+	r := s.r
+	if r.ck != nil && r.ck.due() {
+		if err := s.injectBarrier(s.stamp, 0, 0); err != nil {
+			return err
+		}
+	}
+	if r.ctl.queued.Load() != 0 {
+		if err := s.serveControl(); err != nil {
+			return err
+		}
+	}
+	if r.own != nil && r.own.next(r, true) {
+		if err := s.serveControl(); err != nil {
+			return err
+		}
+	}
+	if r.bal != nil {
+		if t := r.bal.next(r, s.sp.table); t != nil {
+			if err := s.rebalanceStep(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// betweenPieces is what the stage does between two pieces of a batch
+// (pushPieces), rest records of it still to come: inject a barrier due by
+// the clock, when inPieces allows it (a barrier due by a count of batches,
+// EveryBatches, does not go between pieces).
+func (s *sourceStage) betweenPieces(rest int) error {
+	r := s.r
+	if !s.inPieces || r.ck == nil || !r.ck.dueByClock() {
+		return nil
+	}
+	return s.injectBarrier(s.stamp, int64(rest), int64(s.batchLen-rest))
+}
+
+// end is the stage's last step, after its loop stopped with err. At the
+// input's end (io.EOF) the splitter flushes what it gathers and the
+// stage checkpoints the drain (endOfInput); then, with no error, End goes
+// down the pre-region chain. A bad record met under on_error: fail goes
+// to the failure arbiter (failure.go), whose first in input order fails
+// the job; any other error fails the run and cancels every ring.
+func (s *sourceStage) end(ctx context.Context, err error) {
+	r := s.r
+	if errors.Is(err, io.EOF) {
+		err = nil
+		if s.sp != nil {
+			err = s.sp.flushAll() // endOfInput waits for the rings to drain
+		}
+		if err == nil {
+			err = s.endOfInput(ctx)
+		}
+	}
+	if err == nil {
+		end := core.NewMarker(core.End)
+		end.Stamp = time.Now().UnixNano()
+		err = s.pre.Push(end)
+	}
+	if err != nil && s.sp != nil && r.sourceFailed(err, s.sp.seq, func() error { return s.sp.pulseAll(s.sp.seq) }) {
+		return // a bad record: the first in input order fails the job (failure.go)
+	}
+	if err != nil {
+		// Every stage stops: cancel every ring ever made, including those
+		// of channels a live change was adding (not yet the splitter's).
+		r.fail(err)
+		r.cancelRings()
+	}
+}
+
+// injectBarrier starts the next checkpoint: a barrier after every record
+// the stage has pushed, carrying stamp, recording the replay position
+// (records read, less back: the records of the batch being cut into
+// pieces that come after the barrier, cut.go; k those before it) and the
+// watermark generator's state (between pieces, maxT is the whole batch's,
+// as the exchange's midBarrier records).
+func (s *sourceStage) injectBarrier(stamp, back, k int64) error {
+	r := s.r
+	r.ck.epoch++
+	r.ck.begin(r.ck.epoch)
+	m := core.NewMarker(core.Barrier)
+	m.Epoch, m.Stamp = r.ck.epoch, stamp
+	info := &barrierInfo{epoch: r.ck.epoch, position: s.replay.Position() - back, batchRecords: k, block: -1, maxTime: s.maxT, wm: s.lastWM, started: time.Now()}
+	info.updates = r.updatesText
+	if s.times != nil {
+		info.maxTimes = s.times.String()
+	}
+	if rs, ok := s.replay.Source.(core.Resumer); ok {
+		var err error
+		if info.state, err = rs.ResumeState(); err != nil {
+			m.Release()
+			return err
+		}
+	}
+	m.Control = info
+	return s.pre.Push(m)
+}
+
+// endOfInput is what the stage does between its source's end and the End
+// marker when the job checkpoints: while the rings from the splitter to
+// the merger still hold batches (operators still work, maybe for
+// seconds), it injects the barriers that come due, so a long drain is
+// checkpointed too. Such a barrier records the end of the input
+// (position: every record read); a restore from it reads nothing and
+// resumes with the restored state, the watermark and End. End goes once
+// those rings are empty (or cancelled): what is left then is the batch
+// each channel holds and the merger's and the sink's work, which a
+// barrier after End could not cover anyway. It returns ctx's error if the
+// run stops, or the push's.
+func (s *sourceStage) endOfInput(ctx context.Context) error {
+	if s.r.ck == nil || s.sp == nil {
+		return nil
+	}
+	for wait := 50 * time.Microsecond; s.draining(); wait = min(2*wait, 5*time.Millisecond) {
+		if s.r.ck.dueByClock() {
+			if err := s.injectBarrier(time.Now().UnixNano(), 0, 0); err != nil {
+				return err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(wait)
+	}
+	return nil
+}
+
+// draining says whether a ring from the splitter to the channels or from
+// the channels to the merger still holds batches.
+func (s *sourceStage) draining() bool {
+	return ringsHold(s.sp.rings) || ringsHold(s.r.mergerOuts)
+}
+
+// position is how many input records the stage has read.
+func (s *sourceStage) position() int64 {
+	if s.replay != nil {
+		return s.replay.Position()
+	}
+	return s.r.recordsIn.Load()
+}
+
+// admit is what a source stage or worker does with each batch its source
+// hands over: set each record's event time from the event-time field or
+// EventTime.Of, count the batch, stamp it with its entry time (unless the
+// source did), and return the largest event time seen, given the one
+// before (maxT). A record Of fails on goes to errs (the stage's policy:
+// the job's, or a source worker's deferred one) and leaves the batch,
+// which may then be empty (Len 0: the caller releases it); an error is
+// errs' (a *core.RecordError under on_error: fail), and fails the source.
+// With ahead (event_time.max_ahead; nil: off) the records too far ahead
+// are malformed the same way, and take no part in the largest event time.
+func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy, ahead *aheadCheck) (int64, error) {
+	before := maxT
+	if f := r.timeField; f >= 0 {
+		w, unit := b.Schema.Width(), r.timeUnit
+		for i := 0; i < b.Len; i++ {
+			t := b.Vals[i*w+f].Int() * unit
+			b.Time[i] = t
+			maxT = max(maxT, t)
+		}
+	} else if of := r.job.EventTime.Of; of != nil {
+		var err error
+		if maxT, err = r.timeOf(b, of, maxT, errs); err != nil {
+			return maxT, err
+		}
+	}
+	if ahead != nil && (r.timeField >= 0 || r.job.EventTime.Of != nil) {
+		if err := ahead.apply(b, errs); err != nil {
+			return before, err
+		}
+		maxT = before
+		for _, t := range b.Time[:b.Len] {
+			maxT = max(maxT, t)
+		}
+	}
+	r.recordsIn.Add(int64(b.Len))
+	r.batchesIn.Add(1)
+	sc.records.Add(int64(b.Len))
+	if b.Stamp == 0 {
+		b.Stamp = time.Now().UnixNano()
+	}
+	return maxT, nil
+}
+
+// timeOf sets the event time of b's records with of, dropping those it
+// fails on (see admit). It allocates nothing unless of does or a record
+// fails.
+func (r *run) timeOf(b *core.Batch, of func([]core.Value) (int64, error), maxT int64, errs *core.ErrorPolicy) (int64, error) {
+	w := b.Schema.Width()
+	kept := 0
+	for i := 0; i < b.Len; i++ {
+		row := b.Vals[i*w : (i+1)*w : (i+1)*w]
+		t, err := of(row)
+		if err != nil {
+			if err := errs.Bad(r.job.EventTime.Input, b.Pos[i], describeRow(b.Schema, row), fmt.Errorf("event_time: %w", err)); err != nil {
+				return maxT, err
+			}
+			continue
+		}
+		b.Time[i] = t
+		b.Move(kept, i)
+		kept++
+		maxT = max(maxT, t)
+	}
+	if kept < b.Len {
+		b.Truncate(kept)
+	}
+	return maxT, nil
+}
