@@ -355,8 +355,12 @@ func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, 
 	if t == core.NoTime {
 		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
 	}
-	// The record's pane, and the last window containing it.
-	start, next, lastEnd := w.g.pane(t)
+	// The record's pane, and the last window containing it: most records
+	// fall in the last pane found (grid.pane's check, inlined here).
+	start, next, lastEnd := w.g.last.lo, w.g.last.hi, w.g.last.end
+	if t < start || t >= next {
+		start, next, lastEnd = w.g.pane(t)
+	}
 	if lastEnd-1 <= w.late { // every window of the pane has expired
 		if w.lateness > 0 {
 			return w.env.Errors.ExpiredRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
