@@ -114,13 +114,10 @@ func (c *Calendar) loc() *time.Location {
 // keep the answer in a direct-mapped cache indexed by the hour of event
 // time: a pane is at least 23 hours long, so records within a few hundred
 // hours of each other, in any order, find their pane in the cache.
-// BenchmarkProcessCalendar measures it. Both kinds keep the last pane
-// found, checked inline before anything else: records mostly arrive in
-// event-time order, many to a pane. Not safe for concurrent use: each
+// BenchmarkProcessCalendar measures it. Not safe for concurrent use: each
 // operator instance has its own.
 type grid struct {
 	size, slide int64 // fixed windows, ns
-	last        span  // the last pane found (lo = hi = 0: none)
 	cal         *calGrid
 }
 
@@ -151,32 +148,20 @@ func newGrid(spec *Spec) (grid, error) {
 }
 
 // pane returns the pane holding event time t: its start, the start of
-// the next one, and the end of the last window holding it: the last pane,
-// else find. (windowOp.add checks the last pane inline: pane is just over
-// the inlining budget.)
+// the next one, and the end of the last window holding it.
 func (g *grid) pane(t int64) (start, next, lastEnd int64) {
-	l := &g.last
-	if t < l.lo || t >= l.hi { // lo = hi = 0 holds nothing
-		g.find(t)
-	}
-	return l.lo, l.hi, l.end
-}
-
-// find makes the pane holding t the last pane: arithmetic for fixed
-// windows, the calendar's cache or the calendar for calendar windows.
-func (g *grid) find(t int64) {
 	if g.cal == nil {
-		start := floorDiv(t, g.slide) * g.slide
-		g.last = span{lo: start, hi: start + g.slide, end: start + g.size}
-		return
+		start = floorDiv(t, g.slide) * g.slide
+		return start, start + g.slide, start + g.size
 	}
 	c := g.cal
 	e := &c.cache[uint64(floorDiv(t, int64(time.Hour)))%paneCache]
-	if !(e.lo <= t && t < e.hi) { // an empty entry (lo = hi = 0) holds nothing
-		lo := c.floor(t)
-		*e = span{lo: lo, hi: c.add(lo, 1), end: c.add(lo, c.k)}
+	if e.lo <= t && t < e.hi { // an empty entry (lo = hi = 0) holds nothing
+		return e.lo, e.hi, e.end
 	}
-	g.last = *e
+	lo := c.floor(t)
+	*e = span{lo: lo, hi: c.add(lo, 1), end: c.add(lo, c.k)}
+	return e.lo, e.hi, e.end
 }
 
 // next returns the start of the pane after the one starting at p.

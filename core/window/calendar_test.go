@@ -58,37 +58,6 @@ func TestCalendarGrid(t *testing.T) {
 	}
 }
 
-// The fixed grid answers from its last pane as the arithmetic does: event
-// times in order, repeated, stepping back a pane, jumping, and negative,
-// for tumbling and sliding windows.
-func TestFixedGridLastPane(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(5, 6))
-	for _, sp := range []Spec{{Size: 100, Slide: 100}, {Size: 300, Slide: 100}, {Size: 7, Slide: 7}} {
-		g, err := newGrid(&sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := int64(-1000)
-		for i := 0; i < 20000; i++ {
-			switch rnd.IntN(4) {
-			case 0:
-				ts += rnd.Int64N(3)
-			case 1:
-				ts -= rnd.Int64N(2 * sp.Slide)
-			case 2:
-				ts += rnd.Int64N(5 * sp.Slide)
-			default:
-				ts = rnd.Int64N(1<<40) - 1<<39
-			}
-			start, next, end := g.pane(ts)
-			want := floorDiv(ts, sp.Slide) * sp.Slide
-			if start != want || next != want+sp.Slide || end != want+sp.Size {
-				t.Fatalf("size %d slide %d: pane(%d) = %d, %d, %d; want %d, %d, %d", sp.Size, sp.Slide, ts, start, next, end, want, want+sp.Slide, want+sp.Size)
-			}
-		}
-	}
-}
-
 func at(ns int64, loc *time.Location) string {
 	return time.Unix(0, ns).In(loc).Format(time.RFC3339)
 }

@@ -233,6 +233,10 @@ type windowOp struct {
 	in    *core.Schema // the input's
 	wide  *core.Schema // the local step's output, or nil
 	g     grid         // this instance's: it caches the last pane
+	// last is the pane of the last record add placed (lo = hi = 0: none),
+	// checked inline before g.pane: records mostly arrive in event-time
+	// order, many to a pane. Only add reads and sets it.
+	last span
 	key   keyDef
 	aggs  []bound
 	out   *core.Schema
@@ -355,12 +359,13 @@ func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, 
 	if t == core.NoTime {
 		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
 	}
-	// The record's pane, and the last window containing it: most records
-	// fall in the last pane found (grid.pane's check, inlined here).
-	start, next, lastEnd := w.g.last.lo, w.g.last.hi, w.g.last.end
-	if t < start || t >= next {
-		start, next, lastEnd = w.g.pane(t)
+	// The record's pane, and the last window containing it: mostly the
+	// last record's.
+	l := &w.last
+	if t < l.lo || t >= l.hi { // lo = hi = 0 holds nothing
+		l.lo, l.hi, l.end = w.g.pane(t)
 	}
+	start, next, lastEnd := l.lo, l.hi, l.end
 	if lastEnd-1 <= w.late { // every window of the pane has expired
 		if w.lateness > 0 {
 			return w.env.Errors.ExpiredRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
