@@ -229,14 +229,11 @@ func expiry(wm, l int64) int64 {
 }
 
 type windowOp struct {
-	spec Spec
-	in   *core.Schema // the input's
-	wide *core.Schema // the local step's output, or nil
-	g    grid         // this instance's: it caches the last pane
-	// last is the pane of the last record add placed (lo = hi = 0: none),
-	// checked inline before g.pane: records mostly arrive in event-time
-	// order, many to a pane. Only add reads and sets it.
-	last  span
+	spec  Spec
+	in    *core.Schema // the input's
+	wide  *core.Schema // the local step's output, or nil
+	g     grid         // this instance's: it caches the last pane
+	last  span         // the pane of add's last record (lo = hi = 0: none), checked before g.pane
 	key   keyDef
 	aggs  []bound
 	out   *core.Schema
