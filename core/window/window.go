@@ -233,6 +233,7 @@ type windowOp struct {
 	in    *core.Schema // the input's
 	wide  *core.Schema // the local step's output, or nil
 	g     grid         // this instance's: it caches the last pane
+	last  span         // the pane of add's last record (lo = hi = 0: none), checked before g.pane
 	key   keyDef
 	aggs  []bound
 	out   *core.Schema
@@ -355,8 +356,13 @@ func (w *windowOp) add(in *core.Batch, i int, row []core.Value, s *core.Schema, 
 	if t == core.NoTime {
 		return w.env.Errors.BadSeq(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), fmt.Errorf("record has no event time"))
 	}
-	// The record's pane, and the last window containing it.
-	start, next, lastEnd := w.g.pane(t)
+	// The record's pane, and the last window containing it: mostly the
+	// last record's.
+	l := &w.last
+	if t < l.lo || t >= l.hi { // lo = hi = 0 holds nothing
+		l.lo, l.hi, l.end = w.g.pane(t)
+	}
+	start, next, lastEnd := l.lo, l.hi, l.end
 	if lastEnd-1 <= w.late { // every window of the pane has expired
 		if w.lateness > 0 {
 			return w.env.Errors.ExpiredRecord(w.spec.Name, in.Pos[i], seqOf(in, i), describe(s, row), w.spec.LateToDeadLetter)
