@@ -146,20 +146,44 @@ func (ms *mergeStage) ready() bool {
 }
 
 // steps carries out, in order, every step the merger can take now: the
-// dead letters up to it, then a run of records (carry) or an aligned
-// marker (marker). end says the End marker went on: the stage is done.
+// dead letters up to it, then a run of records or an aligned marker
+// (marker). end says the End marker went on: the stage is done.
 func (ms *mergeStage) steps() (end bool, err error) {
+	asm := ms.asm
 	for {
 		st, ok := ms.m.Next()
 		if !ok {
 			return false, nil
 		}
-		if err = ms.flushLetters(&st); err != nil {
-			return false, err
+		// The channels' dead letters up to here (letters.go).
+		if done, ok := ms.lettersDone(&st); ok {
+			if err = ms.r.letters.flush(done); err != nil {
+				return false, err
+			}
 		}
 		switch st.Kind {
 		case order.Run:
-			err = ms.carry(&st)
+			// Records st.From..st.To-1 of a channel's batch: a whole
+			// batch that no other channel's records precede goes on by
+			// pointer, after the batch being built; any other run is
+			// assembled into output batches, and the channel's batch let
+			// go once st.Done says the merger is finished with it.
+			b := st.Batch
+			switch {
+			case st.From == st.To:
+				asm.done(b) // an empty batch, or the empty end of one
+			case st.From == 0 && st.To == b.Len && st.Done:
+				if err = asm.flush(); err == nil {
+					err = ms.post.Push(b)
+				} else {
+					b.Release()
+				}
+			default:
+				err = asm.add(b, st.From, st.To)
+				if st.Done {
+					asm.done(b)
+				}
+			}
 		case order.Marker:
 			end, err = ms.marker(st.Markers)
 		}
@@ -169,46 +193,20 @@ func (ms *mergeStage) steps() (end bool, err error) {
 	}
 }
 
-// flushLetters writes the channels' dead letters of the records up to
-// step st (letters.go): up to its last record or its marker's sequence
-// number; all of them at End or when the region is unordered.
-func (ms *mergeStage) flushLetters(st *order.Step[*core.Batch]) error {
-	q := &ms.r.letters
+// lettersDone is how far step st lets the channels' dead letters be
+// written (letters.go): up to its last record or its marker's sequence
+// number; all of them (^0) at End or when the region is unordered; none
+// (ok false) for an empty run.
+func (ms *mergeStage) lettersDone(st *order.Step[*core.Batch]) (done uint64, ok bool) {
 	switch {
 	case ms.unordered || (st.Kind == order.Marker && st.Markers[0].Kind == core.End):
-		return q.flush(^uint64(0))
+		return ^uint64(0), true
 	case st.Kind == order.Marker:
-		return q.flush(st.Markers[0].MarkSeq)
+		return st.Markers[0].MarkSeq, true
 	case st.To > st.From:
-		return q.flush(st.Batch.Seq[st.To-1])
+		return st.Batch.Seq[st.To-1], true
 	}
-	return nil
-}
-
-// carry hands on records st.From..st.To-1 of st.Batch: a whole batch that
-// no other channel's records precede goes on by pointer, after the batch
-// being built; any other run is assembled into output batches, and the
-// channel's batch is let go once st.Done says the merger is finished
-// with it.
-func (ms *mergeStage) carry(st *order.Step[*core.Batch]) error {
-	b := st.Batch
-	switch {
-	case st.From == st.To:
-		ms.asm.done(b) // an empty batch, or the empty end of one
-		return nil
-	case st.From == 0 && st.To == b.Len && st.Done:
-		if err := ms.asm.flush(); err != nil {
-			b.Release()
-			return err
-		}
-		return ms.post.Push(b)
-	default:
-		err := ms.asm.add(b, st.From, st.To)
-		if st.Done {
-			ms.asm.done(b)
-		}
-		return err
-	}
+	return 0, false
 }
 
 // marker carries out a marker every channel has delivered: mks are the
