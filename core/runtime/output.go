@@ -265,7 +265,7 @@ func (r *run) launchOutput() {
 			sc := o.cpus[w]
 			sc.begin()
 			defer sc.end()
-			if err := r.outputWorker(w, sc); err != nil {
+			if err := newOutputWorker(r, w, sc).loop(); err != nil {
 				r.fail(fmt.Errorf("output worker %d: %w", w, err))
 				r.cancelRings()
 			}
@@ -284,40 +284,64 @@ func (r *run) launchOutput() {
 		defer r.recoverStage("writer", 0)
 		wcpu.begin()
 		defer wcpu.end()
-		if err := r.writer(wcpu); err != nil {
+		if err := newWriter(r, wcpu).loop(); err != nil {
 			r.fail(err)
 			r.cancelRings()
 		}
 	})
 }
 
-// outputWorker runs worker w: each batch from the merger goes through the
-// post-region operators and the encoder, and becomes one item for the
-// writer.
-func (r *run) outputWorker(w int, sc *stageCPU) error {
-	o := r.out
-	if o.parts != nil {
-		return r.partWorker(w, sc)
+// outputWorker is output worker w, on its own goroutine: each batch from
+// the merger goes through the worker's post-region instances, and what
+// they emit is encoded into one item for the writer (or, with positional
+// writes, written at its offset by the worker itself) or, for parts,
+// written to part w. Everything in it belongs to the worker's goroutine,
+// which writes it per batch: it is padded so that no other goroutine's
+// data shares its cache lines.
+type outputWorker struct {
+	_  [core.CacheLine]byte
+	r  *run
+	o  *output
+	w  int
+	sc *stageCPU
+	// chain is the post-region instances, then final, its last step:
+	// encode or, for parts, writePart.
+	chain *core.Chain
+	final func(*core.Batch) error
+	enc   core.Encoder    // the sink's (not for parts)
+	cur   *encoded        // the item being encoded (not for parts)
+	part  core.PartWriter // part w's (parts only)
+	todo  []placed        // writeAt's list, reused from call to call
+	_     [core.CacheLine]byte
+}
+
+// newOutputWorker makes worker w of the run's output side; sc is its CPU
+// account.
+func newOutputWorker(r *run, w int, sc *stageCPU) *outputWorker {
+	return &outputWorker{r: r, o: r.out, w: w, sc: sc}
+}
+
+// loop runs the worker until its End or a cancel (nil: whoever failed
+// said so); an error it returns fails the job.
+func (ow *outputWorker) loop() error {
+	if ow.o.parts != nil {
+		return ow.partLoop()
 	}
-	enc := o.sink.NewEncoder()
-	var cur *encoded
-	items := 0        // data items placed (positional writes)
-	var todo []placed // items this worker writes (positional writes)
-	final := func(b *core.Batch) error {
-		switch b.Kind {
-		case core.Data:
-			r.recOut.Add(int64(b.Len))
-			cur.records += b.Len
-			cur.buf = enc.Encode(cur.buf, b)
-		case core.Barrier:
-			cur.mark = b // the writer acts on it and releases it
-			return nil
-		}
-		b.Release()
-		return nil
-	}
-	chain := chainOf(o.posts[w].insts, final)
+	return ow.encodeLoop()
+}
+
+// encodeLoop is loop for a worker that encodes: each batch from the
+// merger becomes one item for the writer, or is written at its offset
+// (positional writes). A failure of its post-region operators is decided
+// among the workers in item order (outFailures), the worker draining
+// meanwhile.
+func (ow *outputWorker) encodeLoop() error {
+	r, o, w, sc := ow.r, ow.o, ow.w, ow.sc
+	ow.enc = o.sink.NewEncoder()
+	ow.final = ow.encode
+	ow.chain = chainOf(o.posts[w].insts, ow.final)
 	k := int64(len(o.in))
+	items := 0 // data items placed (positional writes)
 	defer o.fails.done(r, w)
 	for seen := int64(0); ; {
 		b, err := popFilled(sc, o.in[w])
@@ -326,10 +350,9 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		}
 		if b.Kind == core.Update {
 			// A change of logic: not an item (update.go).
-			if err := r.updatePost(w, b); err != nil {
+			if err := ow.update(b); err != nil {
 				return err
 			}
-			chain = chainOf(o.posts[w].insts, final)
 			continue
 		}
 		end := b.Kind == core.End
@@ -337,16 +360,17 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 		if !end {
 			seen++
 		}
-		cur = encodedPool.Get().(*encoded)
+		cur := encodedPool.Get().(*encoded)
 		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
-		if err := chain.Push(b); err != nil {
+		ow.cur = cur
+		if err := ow.chain.Push(b); err != nil {
 			cur.release()
 			if errors.Is(err, ring.ErrCanceled) || errors.Is(err, ring.ErrClosed) {
 				return nil
 			}
 			// The first failing item in the merger's order fails the job.
 			o.fails.register(w, t, err)
-			r.drainOutput(w, sc)
+			ow.drain()
 			return nil
 		}
 		if !end {
@@ -357,7 +381,7 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 				cur.release()
 				return nil
 			}
-			err := r.writeAt(cur, int64(items*len(o.in)+w), &todo) // takes cur
+			err := ow.writeAt(cur, int64(items*len(o.in)+w)) // takes cur
 			items++
 			if err != nil {
 				return err
@@ -377,6 +401,24 @@ func (r *run) outputWorker(w int, sc *stageCPU) error {
 			return nil
 		}
 	}
+}
+
+// encode is the chain's last step on a worker that encodes: a data
+// batch's records are encoded into the item being built, a barrier
+// becomes the item's marker (the writer acts on it and releases it). It
+// takes ownership of b.
+func (ow *outputWorker) encode(b *core.Batch) error {
+	switch b.Kind {
+	case core.Data:
+		ow.r.recOut.Add(int64(b.Len))
+		ow.cur.records += b.Len
+		ow.cur.buf = ow.enc.Encode(ow.cur.buf, b)
+	case core.Barrier:
+		ow.cur.mark = b // the writer acts on it and releases it
+		return nil
+	}
+	b.Release()
+	return nil
 }
 
 // outFailures decides, among output workers whose post-region operators
@@ -447,14 +489,14 @@ func (f *outFailures) check(r *run) {
 	r.cancelRings()
 }
 
-// drainOutput is worker w's loop after its operators failed: it takes
-// and drops what the merger sends (so that the merger does not stop on
-// it) until the failure is decided, the run stops or the stream ends.
-func (r *run) drainOutput(w int, sc *stageCPU) {
-	o := r.out
+// drain is the worker's loop after its operators failed: it takes and
+// drops what the merger sends (so that the merger does not stop on it)
+// until the failure is decided, the run stops or the stream ends.
+func (ow *outputWorker) drain() {
+	r, o := ow.r, ow.o
 	for {
 		o.fails.check(r)
-		b, err := popFilled(sc, o.in[w])
+		b, err := popFilled(ow.sc, o.in[ow.w])
 		if err != nil {
 			return
 		}
@@ -472,11 +514,9 @@ func (r *run) drainOutput(w int, sc *stageCPU) {
 // before; whichever worker completes a run of consecutive items places the
 // whole run under the lock and writes those bytes after it, side by side
 // with the other workers. No worker waits for another.
-//
-// todo is the worker's own list, reused from call to call.
-func (r *run) writeAt(it *encoded, i int64, todo *[]placed) error {
-	q := r.out.seq
-	mine := (*todo)[:0]
+func (ow *outputWorker) writeAt(it *encoded, i int64) error {
+	q := ow.o.seq
+	mine := ow.todo[:0]
 	q.mu.Lock()
 	q.ready[i] = it
 	for {
@@ -488,7 +528,7 @@ func (r *run) writeAt(it *encoded, i int64, todo *[]placed) error {
 		q.next++
 		mine = append(mine, placed{next, q.off})
 		q.off += int64(len(next.buf))
-		if hook := r.job.OnSink; hook != nil && next.records > 0 {
+		if hook := ow.r.job.OnSink; hook != nil && next.records > 0 {
 			hook(&core.Batch{Kind: core.Data, Len: next.records, Stamp: next.stamp})
 		}
 	}
@@ -496,12 +536,12 @@ func (r *run) writeAt(it *encoded, i int64, todo *[]placed) error {
 	var err error
 	for _, p := range mine {
 		if len(p.it.buf) > 0 && err == nil {
-			err = r.out.pos.WriteAt(p.it.buf, p.off)
+			err = ow.o.pos.WriteAt(p.it.buf, p.off)
 		}
 		p.it.release()
 	}
 	clear(mine)
-	*todo = mine[:0]
+	ow.todo = mine[:0]
 	return err
 }
 
@@ -520,39 +560,26 @@ type placed struct {
 	off int64
 }
 
-// partWorker runs the worker of part w: each batch from the merger goes
-// through the post-region operators to the part's writer. Job.OnSink is
-// called here, by every part's worker, concurrently.
-func (r *run) partWorker(w int, sc *stageCPU) error {
-	o := r.out
-	part := o.parts.Part(w)
-	hook := r.job.OnSink
-	final := func(b *core.Batch) error {
-		defer b.Release()
-		if b.Kind != core.Data {
-			return nil
-		}
-		r.recOut.Add(int64(b.Len))
-		if hook != nil {
-			hook(b)
-		}
-		return part.Write(b)
-	}
-	chain := chainOf(o.posts[w].insts, final)
+// partLoop is loop for the worker of part w: each batch from the merger
+// goes through the post-region operators to the part's writer.
+func (ow *outputWorker) partLoop() error {
+	o, w, sc := ow.o, ow.w, ow.sc
+	ow.part = o.parts.Part(w)
+	ow.final = ow.writePart
+	ow.chain = chainOf(o.posts[w].insts, ow.final)
 	for {
 		b, err := popFilled(sc, o.in[w])
 		if err != nil {
 			return nil // canceled: whoever failed said so
 		}
 		if b.Kind == core.Update {
-			if err := r.updatePost(w, b); err != nil {
+			if err := ow.update(b); err != nil {
 				return err
 			}
-			chain = chainOf(o.posts[w].insts, final)
 			continue
 		}
 		end := b.Kind == core.End
-		if err := chain.Push(b); err != nil {
+		if err := ow.chain.Push(b); err != nil {
 			return err
 		}
 		if end {
@@ -561,17 +588,37 @@ func (r *run) partWorker(w int, sc *stageCPU) error {
 	}
 }
 
-// updatePost carries out, on worker w, the change of logic an Update
-// marker b brings: the worker's instance of a post-region operator is
-// replaced (or retuned). It takes ownership of b. Markers for operators of
-// other stages are dropped: those stages took them already.
-func (r *run) updatePost(w int, b *core.Batch) error {
-	u := updateOf(b)
-	b.Release()
-	if u == nil || u.stage != stagePost {
+// writePart is the chain's last step on a part's worker: a data batch is
+// written to the part. Job.OnSink is called here, by every part's worker,
+// concurrently. It takes ownership of b.
+func (ow *outputWorker) writePart(b *core.Batch) error {
+	defer b.Release()
+	if b.Kind != core.Data {
 		return nil
 	}
-	return applyUpdate(r.out.posts[w].insts, u, core.Env{Channel: w, Channels: len(r.out.in), Errors: r.job.Errors})
+	ow.r.recOut.Add(int64(b.Len))
+	if hook := ow.r.job.OnSink; hook != nil {
+		hook(b)
+	}
+	return ow.part.Write(b)
+}
+
+// update carries out, on this worker, the change of logic an Update
+// marker b brings: the worker's instance of a post-region operator is
+// replaced (or retuned), and its chain made anew. It takes ownership of
+// b. Markers for operators of other stages are dropped: those stages took
+// them already.
+func (ow *outputWorker) update(b *core.Batch) error {
+	u := updateOf(b)
+	b.Release()
+	insts := ow.o.posts[ow.w].insts
+	if u != nil && u.stage == stagePost {
+		if err := applyUpdate(insts, u, core.Env{Channel: ow.w, Channels: len(ow.o.in), Errors: ow.r.job.Errors}); err != nil {
+			return err
+		}
+	}
+	ow.chain = chainOf(insts, ow.final)
+	return nil
 }
 
 // release returns it to the pool, releasing a marker it still holds.
@@ -583,13 +630,31 @@ func (it *encoded) release() {
 	encodedPool.Put(it)
 }
 
-// writer is the last stage: item i from worker i mod K, in the merger's
-// order, written by the sink; at a barrier item, the sink's checkpoint
-// step.
-func (r *run) writer(sc *stageCPU) error {
-	o := r.out
+// writer is the last stage with output workers: item i from worker i mod
+// K, in the merger's order, written by the sink; at a barrier item, the
+// sink's checkpoint step. It is the sink's goroutine. Everything in it
+// belongs to that goroutine; it is padded so that no other goroutine's
+// data shares its cache lines.
+type writer struct {
+	_     [core.CacheLine]byte
+	r     *run
+	o     *output
+	sc    *stageCPU
+	shell *core.Batch // for Job.OnSink and sinkCheckpoint: Len and Stamp only
+	_     [core.CacheLine]byte
+}
+
+// newWriter makes the writer of the run's output side; sc is its CPU
+// account.
+func newWriter(r *run, sc *stageCPU) *writer {
+	return &writer{r: r, o: r.out, sc: sc, shell: &core.Batch{Kind: core.Data}}
+}
+
+// loop runs the writer until the End items or a cancel (nil: whoever
+// failed said so); an error it returns fails the job.
+func (wr *writer) loop() error {
+	o, sc := wr.o, wr.sc
 	k := len(o.out)
-	shell := &core.Batch{Kind: core.Data} // for Job.OnSink: Len and Stamp only
 	for i := 0; ; i++ {
 		it, err := popEncoded(sc, o.out[i%k])
 		if err != nil {
@@ -606,7 +671,7 @@ func (r *run) writer(sc *stageCPU) error {
 			}
 			return nil
 		}
-		if err := r.writeItem(it, shell); err != nil {
+		if err := wr.write(it); err != nil {
 			it.release()
 			return err
 		}
@@ -614,10 +679,11 @@ func (r *run) writer(sc *stageCPU) error {
 	}
 }
 
-// writeItem hands one item to the sink (writer only): the checkpoint step
-// first (an epoch completed since is committed; at a barrier item the
-// epoch's output is made durable and acknowledged), then its bytes.
-func (r *run) writeItem(it *encoded, shell *core.Batch) error {
+// write hands one item to the sink: the checkpoint step first (an epoch
+// completed since is committed; at a barrier item the epoch's output is
+// made durable and acknowledged), then its bytes. it is borrowed.
+func (wr *writer) write(it *encoded) error {
+	r, shell := wr.r, wr.shell
 	if r.ck != nil {
 		b := it.mark
 		if b == nil {
@@ -635,7 +701,7 @@ func (r *run) writeItem(it *encoded, shell *core.Batch) error {
 	if len(it.buf) == 0 {
 		return nil
 	}
-	return r.out.sink.WriteEncoded(it.buf)
+	return wr.o.sink.WriteEncoded(it.buf)
 }
 
 // popFilled is an output worker's next batch from the merger, with the

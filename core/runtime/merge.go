@@ -1,0 +1,355 @@
+package runtime
+
+import (
+	"streamd/core"
+	"streamd/order"
+	"streamd/ring"
+)
+
+// The merger stage (docs/ARCHITECTURE.md, "Splitter, channels, merger").
+
+// pusher takes a batch with ownership: the post-region chain, or the
+// parallel output side (output.Push).
+type pusher interface{ Push(*core.Batch) error }
+
+// mergeStage is the merger, the stage after the parallel region: it drains
+// every channel's output ring into an order.Merger, which restores the
+// one-channel order (sequence numbers, then the region's tie order) and
+// aligns markers across the channels, and it carries out the merger's
+// steps. Runs of records are assembled into output batches (gather.go) for
+// post; an aligned marker goes on after the batch being built. Two markers
+// it acts on itself: a Reconfig switches it to the rings of the new
+// channel set (rescale.go), and an Update of a post-region operator,
+// without output workers, replaces that operator on this goroutine
+// (update.go). The channels' dead letters are written as the merger emits
+// the records they follow (letters.go).
+//
+// Everything in it belongs to the merger's goroutine. It is written only
+// at a Reconfig or an Update, and padded so that no other goroutine's data
+// shares its cache lines.
+type mergeStage struct {
+	_ [core.CacheLine]byte
+	r *run
+	m *order.Merger[*core.Batch]
+	// outs are the channels' output rings as of the merger's current
+	// configuration (it learns of changes in-band, at a Reconfig);
+	// ended[c] says ring c delivers nothing more (its End, or a Reconfig
+	// that retires its channel, was read).
+	outs  []*ring.SPSC[*core.Batch]
+	ended []bool
+	buf   []*core.Batch // drain's, for TryPopN
+	// asm builds the output batches from runs; post takes them and the
+	// markers: the post-region chain (whose last step is the sink) or,
+	// with output workers, the output side.
+	asm       assembler
+	post      pusher
+	unordered bool // Region.Unordered: arrival order, markers still aligned
+	sc        *stageCPU
+	_         [core.CacheLine]byte
+}
+
+// newMergeStage makes the merger of outs, the channels' output rings,
+// which hands its output to post; sc is its CPU account. Called on the
+// merger's goroutine.
+func newMergeStage(r *run, post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) *mergeStage {
+	reg := r.job.Region
+	n := len(outs)
+	ms := &mergeStage{
+		r:         r,
+		m:         order.New[*core.Batch](n, !reg.Unordered, regionTie(reg.Ops)),
+		outs:      outs,
+		ended:     make([]bool, n),
+		buf:       make([]*core.Batch, 64),
+		post:      post,
+		unordered: reg.Unordered,
+		sc:        sc,
+	}
+	ms.asm = &copier{schema: r.regionOut, next: post}
+	if r.out != nil {
+		ms.asm = &gatherer{schema: r.regionOut, next: post}
+	}
+	return ms
+}
+
+// loop is the merger's goroutine until the End marker has gone on: it
+// drains the rings, carries out every step the merger can take, hands on
+// the batch being built, and parks on the doorbell when no ring gave it
+// anything. A failure — its own, or a channel's ring stopping without End
+// (someone else's) — stops it (stop).
+func (ms *mergeStage) loop() {
+	for {
+		got, ok := ms.drain()
+		if !ok {
+			ms.stop(nil)
+			return
+		}
+		end, err := ms.steps()
+		if end {
+			return
+		}
+		if err == nil {
+			err = ms.asm.flush()
+		}
+		if err != nil {
+			ms.stop(err)
+			return
+		}
+		if !got {
+			t0 := ms.sc.waitBegin()
+			ms.r.bell.wait(ms.ready)
+			ms.sc.waited(t0)
+		}
+	}
+}
+
+// drain moves what every ring holds into the merger, without blocking:
+// data with its sequence numbers and progress, a pulse's progress,
+// markers to align. got says a ring gave anything; ok is false when a
+// channel's ring stopped without End (canceled, or closed and empty
+// before its End): someone failed.
+func (ms *mergeStage) drain() (got, ok bool) {
+	m, buf := ms.m, ms.buf
+	for c, o := range ms.outs {
+		k := o.TryPopN(buf)
+		for _, b := range buf[:k] {
+			got = true
+			switch b.Kind {
+			case core.Data:
+				m.PushData(c, b, b.Seq[:b.Len], b.Progress)
+			case core.Pulse:
+				m.Progress(c, b.MarkSeq)
+				b.Release()
+			default:
+				if b.Kind == core.End || (b.Kind == core.Reconfig && c >= reconfOf(b).to) {
+					ms.ended[c] = true // nothing follows on this ring
+				}
+				m.PushMarker(c, b, b.MarkSeq)
+			}
+		}
+		clear(buf[:k])
+		if o.Canceled() || (k == 0 && o.Closed() && o.Len() == 0 && !ms.ended[c]) {
+			return got, false
+		}
+	}
+	return got, true
+}
+
+// ready is the doorbell's condition: a ring has something for drain (a
+// batch, a close before End, a cancel).
+func (ms *mergeStage) ready() bool {
+	for c, o := range ms.outs {
+		if o.Len() > 0 || (o.Closed() && !ms.ended[c]) || o.Canceled() {
+			return true
+		}
+	}
+	return false
+}
+
+// steps carries out, in order, every step the merger can take now: the
+// dead letters up to it, then a run of records or an aligned marker
+// (marker). end says the End marker went on: the stage is done.
+func (ms *mergeStage) steps() (end bool, err error) {
+	asm := ms.asm
+	for {
+		st, ok := ms.m.Next()
+		if !ok {
+			return false, nil
+		}
+		// The channels' dead letters up to here (letters.go).
+		if done, ok := ms.lettersDone(&st); ok {
+			if err = ms.r.letters.flush(done); err != nil {
+				return false, err
+			}
+		}
+		switch st.Kind {
+		case order.Run:
+			// Records st.From..st.To-1 of a channel's batch: a whole
+			// batch that no other channel's records precede goes on by
+			// pointer, after the batch being built; any other run is
+			// assembled into output batches, and the channel's batch let
+			// go once st.Done says the merger is finished with it.
+			b := st.Batch
+			switch {
+			case st.From == st.To:
+				asm.done(b) // an empty batch, or the empty end of one
+			case st.From == 0 && st.To == b.Len && st.Done:
+				if err = asm.flush(); err == nil {
+					err = ms.post.Push(b)
+				} else {
+					b.Release()
+				}
+			default:
+				err = asm.add(b, st.From, st.To)
+				if st.Done {
+					asm.done(b)
+				}
+			}
+		case order.Marker:
+			end, err = ms.marker(st.Markers)
+		}
+		if err != nil || end {
+			return end, err
+		}
+	}
+}
+
+// lettersDone is how far step st lets the channels' dead letters be
+// written (letters.go): up to its last record or its marker's sequence
+// number; all of them (^0) at End or when the region is unordered; none
+// (ok false) for an empty run.
+func (ms *mergeStage) lettersDone(st *order.Step[*core.Batch]) (done uint64, ok bool) {
+	switch {
+	case ms.unordered || (st.Kind == order.Marker && st.Markers[0].Kind == core.End):
+		return ^uint64(0), true
+	case st.Kind == order.Marker:
+		return st.Markers[0].MarkSeq, true
+	case st.To > st.From:
+		return st.Batch.Seq[st.To-1], true
+	}
+	return 0, false
+}
+
+// marker carries out a marker every channel has delivered: mks are the
+// channels' copies, of which the first goes on and the others are
+// released. A Reconfig switches the inputs (reconfig) and goes no
+// further; an Update of a post-region operator is applied here first
+// without output workers (update); then the marker goes on after the
+// batch being built. end says it was End.
+func (ms *mergeStage) marker(mks []*core.Batch) (end bool, err error) {
+	mk := mks[0]
+	for _, o := range mks[1:] {
+		o.Release()
+	}
+	if mk.Kind == core.Reconfig {
+		return false, ms.reconfig(mk)
+	}
+	if u := updateOf(mk); u != nil && u.stage == stagePost && ms.r.out == nil {
+		// With output workers the marker goes on to every worker
+		// (output.Push), which updates its own instances.
+		if err = ms.update(u); err != nil {
+			mk.Release()
+			return false, err
+		}
+	}
+	end = mk.Kind == core.End
+	if err = ms.asm.flush(); err != nil {
+		mk.Release()
+		return false, err
+	}
+	if err = ms.post.Push(mk); err != nil {
+		return false, err
+	}
+	return end, nil
+}
+
+// reconfig switches the merger to the channels after a live change
+// (rescale.go), at the Reconfig marker mk every channel of the old set is
+// past; it takes ownership of mk. The batch being built goes on first.
+func (ms *mergeStage) reconfig(mk *core.Batch) error {
+	rc := reconfOf(mk)
+	mk.Release()
+	if err := ms.asm.flush(); err != nil {
+		return err
+	}
+	ms.outs = rc.outs
+	ms.m.Resize(len(ms.outs), rc.seq)
+	// A channel kept may already have delivered a later marker that
+	// retires it: keep what is known.
+	e := make([]bool, len(ms.outs))
+	copy(e, ms.ended)
+	ms.ended = e
+	return nil
+}
+
+// update gives the post-region operators, which run on this goroutine
+// (no output workers), the new logic u brings, at its Update marker,
+// which every channel is past (update.go). The batch being built goes on
+// first, through the old chain.
+func (ms *mergeStage) update(u *update) error {
+	if err := ms.asm.flush(); err != nil {
+		return err
+	}
+	r := ms.r
+	if err := applyUpdate(r.post.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
+		return err
+	}
+	ms.post = chainOf(r.post.insts, r.postFinal)
+	if cp, ok := ms.asm.(*copier); ok {
+		cp.next = ms.post
+	}
+	return nil
+}
+
+// stop ends the stage on a failure: err (nil: someone else's, said
+// already) fails the run; the rings from the channels and those to the
+// output workers are canceled, so that the stages around stop too; the
+// batch being built is dropped.
+func (ms *mergeStage) stop(err error) {
+	if err != nil {
+		ms.r.fail(err)
+	}
+	for _, o := range ms.outs {
+		o.Cancel()
+	}
+	if out := ms.r.out; out != nil {
+		for _, rg := range out.in {
+			rg.Cancel() // the output workers stop too
+		}
+	}
+	ms.asm.drop()
+}
+
+// regionTie is how the merger orders records of equal sequence numbers
+// from different channels (a window's firing): by the order of the last
+// region operator that has one (core.OperatorDef.Order: window end, then
+// key), carried through the operators after it (core.CarryOrder: a
+// filter, map, project or lookup that keeps those fields), so that the
+// output is the one channel's order whatever the channel count. Nil (by
+// channel index) when no operator has an order or one after it does not
+// keep it (RegionOrderKept says so before the run).
+func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
+	last := orderedOp(ops)
+	if last < 0 {
+		return nil
+	}
+	if last == len(ops)-1 {
+		cmp := ops[last].Order
+		return func(a *core.Batch, i int, b *core.Batch, j int) int { return cmp(a.Row(i), b.Row(j)) }
+	}
+	by, ok := core.CarryOrder(ops[last].OrderBy, ops[last+1:])
+	if !ok || len(ops[last].OrderBy) == 0 {
+		return nil
+	}
+	return func(a *core.Batch, i int, b *core.Batch, j int) int { return core.CompareBy(by, a.Row(i), b.Row(j)) }
+}
+
+// orderedOp is the index of the last of ops that has an order
+// (OperatorDef.Order: a window), -1 when none has.
+func orderedOp(ops []core.OperatorDef) int {
+	last := len(ops) - 1
+	for last >= 0 && ops[last].Order == nil {
+		last--
+	}
+	return last
+}
+
+// RegionOrderKept says whether the merger can interleave the channels'
+// records of one firing by the region's order (regionTie): false when an
+// operator with an order (a window) is followed in the region by one that
+// does not keep its order fields unchanged (a map replacing the key, a
+// project dropping the window's end, a running aggregate), whose output
+// then depends on the channel count; at is that operator's index in ops.
+func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
+	last := orderedOp(ops)
+	if last < 0 || last == len(ops)-1 {
+		return true, -1
+	}
+	by := ops[last].OrderBy
+	for k := last + 1; k < len(ops); k++ {
+		var kept bool
+		if by, kept = core.CarryOrder(by, ops[k:k+1]); !kept {
+			return false, k
+		}
+	}
+	return true, -1
+}
