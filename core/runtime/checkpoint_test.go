@@ -330,7 +330,10 @@ func TestAlignmentMemoryBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sink.got != n || rep.Checkpoints < 3 {
+	// How many checkpoints complete depends on the machine's load (their
+	// files are written and synced while the input runs): one aligned
+	// barrier is enough for the bound to be tested, usually there are 5–15.
+	if sink.got != n || rep.Checkpoints < 1 {
 		t.Fatalf("%d records out of %d, %d checkpoints", sink.got, n, rep.Checkpoints)
 	}
 	// Per channel: its input and output rings, the batch it works on and
