@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"streamd/core/runtime"
 )
@@ -102,6 +103,17 @@ func startControlled(t *testing.T, args ...string) *controlRun {
 // post sends a control request and decodes the answer.
 func post(t *testing.T, addr, token, command, query string, body string) (int, controlReply) {
 	t.Helper()
+	code, r, err := tryPost(t, addr, token, command, query, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, r
+}
+
+// tryPost is post that returns a failed connection as an error: a request
+// that races with the job's end may find the endpoint closed.
+func tryPost(t *testing.T, addr, token, command, query string, body string) (int, controlReply, error) {
+	t.Helper()
 	u := "http://" + addr + "/v1/" + command
 	if query != "" {
 		u += "?" + query
@@ -112,14 +124,14 @@ func post(t *testing.T, addr, token, command, query string, body string) (int, c
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, controlReply{}, err
 	}
 	defer resp.Body.Close()
 	var r controlReply
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
 		t.Fatalf("%s: answer is not JSON: %v", command, err)
 	}
-	return resp.StatusCode, r
+	return resp.StatusCode, r, nil
 }
 
 // piecewise is the reference for a stream of updates of one expression:
@@ -167,23 +179,34 @@ func TestControlRandomCommandsByteIdentical(t *testing.T) {
 			for range 14 {
 				var code int
 				var r controlReply
+				var err error
 				switch k := rnd.IntN(4); k {
 				case 0:
-					code, r = post(t, cr.addr, "", "scale", "", fmt.Sprintf(`{"channels": %d}`, 1+rnd.IntN(4)))
+					code, r, err = tryPost(t, cr.addr, "", "scale", "", fmt.Sprintf(`{"channels": %d}`, 1+rnd.IntN(4)))
 				case 1:
-					code, r = post(t, cr.addr, "", "rebalance", "", `{"target": 1.05}`)
+					code, r, err = tryPost(t, cr.addr, "", "rebalance", "", `{"target": 1.05}`)
 				case 2:
 					e := fmt.Sprintf("value < %d", 300+rnd.IntN(650))
-					if code, r = post(t, cr.addr, "", "update", "operator=keep", "filter: "+e); code == http.StatusOK {
+					if code, r, err = tryPost(t, cr.addr, "", "update", "operator=keep", "filter: "+e); code == http.StatusOK {
 						keepAt, keepNext = append(keepAt, r.Outcome.Position), append(keepNext, e)
 					}
 				case 3:
 					e := fmt.Sprintf("value %% %d", 3+rnd.IntN(7))
-					if code, r = post(t, cr.addr, "", "update", "operator=bucket", fmt.Sprintf(`{"map": {"b": %q}}`, e)); code == http.StatusOK {
+					if code, r, err = tryPost(t, cr.addr, "", "update", "operator=bucket", fmt.Sprintf(`{"map": {"b": %q}}`, e)); code == http.StatusOK {
 						bucketAt, bucketNext = append(bucketAt, r.Outcome.Position), append(bucketNext, e)
 					}
 				}
 				switch {
+				case err != nil:
+					// The endpoint closed under the request: only the job's
+					// end may do that.
+					select {
+					case code := <-cr.done:
+						cr.done <- code
+						break commands
+					case <-time.After(10 * time.Second):
+						t.Fatalf("control request failed while the job runs: %v", err)
+					}
 				case code == http.StatusServiceUnavailable:
 					break commands // the job has ended
 				case code != http.StatusOK:

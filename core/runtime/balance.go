@@ -72,7 +72,8 @@ type RebalancePlan struct {
 }
 
 // ErrNoRebalance: the region cannot be rebalanced (stateless, or no
-// keyed region, or the job ended before the request was served).
+// keyed region). A job that ends before a request is served answers
+// ErrEnded.
 var ErrNoRebalance = errors.New("no keyed region to rebalance")
 
 // groupLoad is one channel stage's count of records per key group. The
@@ -474,7 +475,8 @@ func (s *sourceStage) rebalanceStep(table *kvstate.Table) error {
 // no moves means the target is met or key-group granularity allows no
 // better. It waits up to two load periods (the channels answer between
 // batches) or until ctx is done; ErrNoRebalance when the region is not
-// keyed or has no rebalancing configured (Region.Rebalance nil). Safe for
+// keyed or has no rebalancing configured (Region.Rebalance nil), ErrEnded
+// when the job ends first. Safe for
 // concurrent use: the entry point of a control plane.
 func (l Live) Rebalance(ctx context.Context, target float64) (RebalancePlan, error) {
 	return l.rebalance(ctx, target, "")
@@ -491,6 +493,8 @@ func (l Live) rebalance(ctx context.Context, target float64, reason string) (Reb
 	case b.requests <- q:
 	case <-ctx.Done():
 		return RebalancePlan{}, ctx.Err()
+	case <-l.r.ctx.Done():
+		return RebalancePlan{}, ErrEnded
 	}
 	select {
 	case p := <-q.reply:
@@ -498,7 +502,7 @@ func (l Live) rebalance(ctx context.Context, target float64, reason string) (Reb
 	case <-ctx.Done():
 		return RebalancePlan{}, ctx.Err()
 	case <-l.r.ctx.Done():
-		return RebalancePlan{}, ErrNoRebalance
+		return RebalancePlan{}, ErrEnded
 	}
 }
 
