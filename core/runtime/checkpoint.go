@@ -144,7 +144,8 @@ type ckptAck struct {
 	// snaps are the copy-on-write snapshots whose blocks are among files:
 	// released once the checkpoint is written (or fails), so that their
 	// operators write the next snapshot into the same buffers. An
-	// abandoned checkpoint's are not: its files may still be in use.
+	// abandoned checkpoint's acks are dropped unreleased: its blocks are
+	// left to the garbage collector.
 	snaps []*core.GroupSnapshot
 }
 
