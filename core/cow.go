@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,6 +25,7 @@ type GroupSnapshot struct {
 	slot   []int32 // group → index in groups, -1 if not in the snapshot
 	state  []atomic.Uint32
 	blocks [][]byte
+	bufs   *GroupBuffers // where blocks come from and go back to (nil: allocated)
 	write  func(dst []byte, group int) []byte
 	left   atomic.Int64
 	done   chan struct{}
@@ -46,8 +48,17 @@ const (
 // write is called with a nil dst (it may allocate its buffer at the size
 // it expects).
 func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *GroupSnapshot {
+	return NewGroupSnapshotBuffers(groups, nil, write)
+}
+
+// NewGroupSnapshotBuffers is NewGroupSnapshot writing each group into the
+// buffer bufs holds for it (see GroupBuffers): write is called with that
+// buffer, empty, or nil if bufs has none for the group; it may use it or
+// allocate another (of the size it expects). Release hands the blocks
+// back to bufs. bufs nil: as NewGroupSnapshot.
+func NewGroupSnapshotBuffers(groups []int, bufs *GroupBuffers, write func(dst []byte, group int) []byte) *GroupSnapshot {
 	s := &GroupSnapshot{groups: groups, state: make([]atomic.Uint32, len(groups)),
-		blocks: make([][]byte, len(groups)), write: write, done: make(chan struct{})}
+		blocks: make([][]byte, len(groups)), bufs: bufs, write: write, done: make(chan struct{})}
 	top := -1
 	for _, g := range groups {
 		top = max(top, g)
@@ -83,7 +94,7 @@ func (s *GroupSnapshot) take(i int, owner bool) {
 		t0 = time.Now()
 	}
 	if s.state[i].CompareAndSwap(slotPending, slotClaimed) {
-		s.blocks[i] = s.write(nil, s.groups[i])
+		s.blocks[i] = s.write(s.bufs.take(s.groups[i]), s.groups[i])
 		s.state[i].Store(slotDone)
 		if s.left.Add(-1) == 0 {
 			close(s.done)
@@ -145,6 +156,67 @@ func (s *GroupSnapshot) Parts() [][]byte {
 	parts := make([][]byte, 0, 1+len(s.blocks))
 	parts = append(parts, binary.AppendUvarint(nil, uint64(len(s.groups))))
 	return append(parts, s.blocks...)
+}
+
+// Release says the caller is done with the blocks Parts returned (it has
+// written them out): the snapshot drops them, and, where it has
+// GroupBuffers, hands each back as its group's buffer for a later
+// snapshot to write into. Neither Parts nor Bytes may be called, nor
+// their blocks read, afterwards. It waits until every group is written;
+// a second call does nothing. A snapshot never released leaves its
+// blocks to the garbage collector.
+func (s *GroupSnapshot) Release() {
+	<-s.done
+	if s.bufs != nil {
+		s.bufs.put(s.groups, s.blocks)
+	}
+	clear(s.blocks)
+}
+
+// GroupBuffers holds, by key group, the buffer an operator's last
+// snapshot serialised each group into, once the snapshot is released, for
+// its next snapshot to write into again (NewGroupSnapshotBuffers). An
+// operator's state is about as large from one checkpoint to the next, so
+// a snapshot in these buffers allocates little: without them every
+// snapshot allocated, zeroed and left to the garbage collector buffers the
+// size of the whole state. The buffers it holds stay allocated between
+// snapshots (they are scalar: the collector does not scan them). The zero
+// value is empty and ready; it is safe for concurrent use (a snapshot
+// takes buffers on the owner's and the background goroutine, and the
+// checkpoint coordinator releases them).
+type GroupBuffers struct {
+	mu  sync.Mutex
+	buf [][]byte // group → its buffer, or nil
+}
+
+// take removes group g's buffer and returns it emptied, or nil if there
+// is none. A nil GroupBuffers has none.
+func (b *GroupBuffers) take(g int) []byte {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	var p []byte
+	if g < len(b.buf) {
+		p, b.buf[g] = b.buf[g], nil
+	}
+	b.mu.Unlock()
+	return p[:0:cap(p)]
+}
+
+// put keeps blocks[i] as groups[i]'s buffer (nil blocks are skipped).
+func (b *GroupBuffers) put(groups []int, blocks [][]byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, g := range groups {
+		if blocks[i] == nil {
+			continue
+		}
+		if g >= len(b.buf) {
+			b.buf = append(b.buf, make([][]byte, g+1-len(b.buf))...)
+		}
+		b.buf[g] = blocks[i]
+	}
 }
 
 // Bytes is Parts concatenated into one buffer.

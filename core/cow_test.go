@@ -2,8 +2,11 @@ package core_test
 
 import (
 	"encoding/binary"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"streamd/core"
 )
@@ -138,5 +141,58 @@ func TestGroupSnapshotTouchGroups(t *testing.T) {
 		if v != int64(g) {
 			t.Fatalf("group %d written as %d, want its barrier value %d", g, v, g)
 		}
+	}
+}
+
+// A snapshot with GroupBuffers writes each group into the buffer the last
+// released snapshot used for it, emptied; a group it has no buffer for,
+// or one whose snapshot was not released, gets nil: blocks still in use
+// are never written into.
+func TestGroupSnapshotBuffersReused(t *testing.T) {
+	var bufs core.GroupBuffers
+	got := map[int][]byte{} // group → the dst write was given
+	var mu sync.Mutex
+	write := func(dst []byte, g int) []byte {
+		mu.Lock()
+		got[g] = dst
+		mu.Unlock()
+		return append(dst, byte(g), byte(g), byte(g))
+	}
+	first := core.NewGroupSnapshotBuffers([]int{1, 2, 3}, &bufs, write)
+	parts := first.Parts()
+	for g, dst := range got {
+		if dst != nil {
+			t.Fatalf("first snapshot: group %d given a %d-byte buffer, want nil", g, cap(dst))
+		}
+	}
+	first.Release()
+	first.Release() // a second call does nothing
+	clear(got)
+
+	second := core.NewGroupSnapshotBuffers([]int{2, 3, 4}, &bufs, write)
+	second.Parts()
+	for _, g := range []int{2, 3} {
+		dst := got[g]
+		if len(dst) != 0 || cap(dst) == 0 || unsafe.SliceData(dst) != unsafe.SliceData(parts[g]) {
+			t.Errorf("second snapshot: group %d given len %d cap %d, want the first's block emptied", g, len(dst), cap(dst))
+		}
+	}
+	if got[4] != nil {
+		t.Errorf("second snapshot: group 4 (new) given a buffer")
+	}
+	want := slices.Clone(second.Bytes())
+	clear(got)
+
+	// Not released: the third writes elsewhere, the second stays intact.
+	third := core.NewGroupSnapshotBuffers([]int{1, 2, 3, 4}, &bufs, write)
+	third.Parts()
+	if got[2] != nil || got[3] != nil || got[4] != nil {
+		t.Errorf("third snapshot given the unreleased second's buffers")
+	}
+	if cap(got[1]) == 0 {
+		t.Errorf("third snapshot: group 1 (released by the first, unused by the second) not given its buffer")
+	}
+	if b := second.Bytes(); !slices.Equal(b, want) {
+		t.Errorf("the unreleased second snapshot changed: % x, want % x", b, want)
 	}
 }

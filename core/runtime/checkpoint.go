@@ -141,6 +141,12 @@ type ckptAck struct {
 	channel int                 // -1: the sink
 	files   map[string][][]byte // file name → its parts, in order
 	err     error
+	// snaps are the copy-on-write snapshots whose blocks are among files:
+	// released once the checkpoint is written (or fails), so that their
+	// operators write the next snapshot into the same buffers. An
+	// abandoned checkpoint's acks are dropped unreleased: its blocks are
+	// left to the garbage collector.
+	snaps []*core.GroupSnapshot
 }
 
 // checkpointer coordinates checkpoints: one in flight at a time.
@@ -292,6 +298,11 @@ func (c *checkpointer) run(log, warn func(msg string, args ...any)) {
 			}
 			delete(pending, e)
 			err := c.write(acks)
+			for _, a := range acks {
+				for _, gs := range a.snaps {
+					gs.Release()
+				}
+			}
 			// The next interval starts before the counts move: whoever
 			// sees a checkpoint counted (Live.Snapshot) sees its end.
 			c.end()
@@ -523,6 +534,7 @@ func snapshotChannel(info *barrierInfo, insts []instance, c int, acks chan<- ckp
 		defer wg.Done()
 		for name, gs := range cow {
 			a.files[name] = gs.Parts()
+			a.snaps = append(a.snaps, gs)
 		}
 		acks <- a
 	}()

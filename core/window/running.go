@@ -56,7 +56,7 @@ func NewRunning(spec RunningSpec, in *core.Schema) (core.OperatorDef, error) {
 	key, aggs, out := ka.key, ka.aggs, ka.out
 	state := kvstate.NewMap[uint64, running](spec.Groups)
 	return core.OperatorDef{Name: spec.Name, Out: out, State: "aggregate " + ka.describe(spec.Aggs), New: func(env core.Env) (core.Operator, error) {
-		return &runningOp{spec: spec, key: key, aggs: aggs, out: out, state: state, env: env, sizes: make([]int32, spec.Groups)}, nil
+		return &runningOp{spec: spec, key: key, aggs: aggs, out: out, state: state, env: env, sizes: newBlockSizes(spec.Groups)}, nil
 	}}, nil
 }
 
@@ -69,7 +69,8 @@ type runningOp struct {
 	state *kvstate.Map[uint64, running]
 	env   core.Env
 	snap  *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
-	sizes []int32             // bytes each key group took in the last snapshot (a buffer size hint)
+	sizes *blockSizes         // what each key group took in the last snapshot (a buffer size hint)
+	bufs  core.GroupBuffers   // the released snapshots' buffers, reused by the next
 }
 
 func (r *runningOp) Process(in *core.Batch, out *core.Emitter) error {

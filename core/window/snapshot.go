@@ -80,7 +80,7 @@ func (w *windowOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 			return w.writeGroup(dst, g)
 		}
 	}
-	w.snap = core.NewGroupSnapshot(groups, write)
+	w.snap = core.NewGroupSnapshotBuffers(groups, &w.bufs, write)
 	return w.snap
 }
 
@@ -103,10 +103,10 @@ func (w *windowOp) touch(g int) {
 }
 
 // writeGroup appends one group: its number, key count, keys. Called with
-// a nil dst (copy-on-write), it allocates the size the group took last time
-// plus an eighth, so that the buffer rarely grows by copying.
+// an empty dst (copy-on-write: a block of its own), it first makes sure
+// the buffer holds what the group is expected to take (beginGroup).
 func (w *windowOp) writeGroup(dst []byte, g int) []byte {
-	dst, start, at := beginGroup(dst, w.sizes, g)
+	dst, start, at := beginGroup(dst, w.sizes, g, w.state.Len(g))
 	n := uint32(0)
 	var chunk [prefetchChunk]*keyState
 	var hs [prefetchChunk]uint64
@@ -208,13 +208,46 @@ func warmRunning(sts []*running) {
 	warmSink.Store(x)
 }
 
-// beginGroup starts group g's block: a nil dst gets the capacity the group
-// took last time (sizes[g], written by whichever goroutine serialised g
-// then) plus an eighth; then the group's number and a placeholder for its
-// key count. start and at are where the block and the count begin.
-func beginGroup(dst []byte, sizes []int32, g int) (out []byte, start, at int) {
-	if dst == nil && sizes[g] > 0 {
-		dst = make([]byte, 0, int(sizes[g])+int(sizes[g])/8)
+// blockSizes is what an instance's last snapshot wrote of each key group
+// (written by whichever goroutine serialised the group then): its block's
+// bytes and key count, from which beginGroup sizes the group's next
+// buffer; and perKey, the bytes per key of the group written last (any
+// group's), for groups never written with keys.
+type blockSizes struct {
+	bytes, keys []int32
+	perKey      atomic.Int32
+}
+
+func newBlockSizes(groups int) *blockSizes {
+	return &blockSizes{bytes: make([]int32, groups), keys: make([]int32, groups)}
+}
+
+// need is the capacity a block of group g holding keys keys is given: the
+// bytes per key the group took last time (or perKey) times keys, plus the
+// block's head, plus an eighth, so that the buffer rarely grows by
+// copying. 0: no estimate (no snapshot has written a key yet).
+func (s *blockSizes) need(g, keys int) int {
+	per := int(s.perKey.Load())
+	if k := int(s.keys[g]); k > 0 {
+		per = (int(s.bytes[g]) + k - 1) / k
+	}
+	if per == 0 {
+		return 0
+	}
+	n := min(per*keys, 1<<30) + 16
+	return n + n/8
+}
+
+// beginGroup starts group g's block, keys keys long (the state map's
+// count: a hint): a dst of length 0 (a block of its own, copy-on-write)
+// without the capacity sizes estimates is replaced by a new buffer of that
+// capacity; then the group's number and a placeholder for its key count.
+// start and at are where the block and the count begin.
+func beginGroup(dst []byte, sizes *blockSizes, g, keys int) (out []byte, start, at int) {
+	if len(dst) == 0 {
+		if need := sizes.need(g, keys); cap(dst) < need {
+			dst = make([]byte, 0, need)
+		}
 	}
 	start = len(dst)
 	dst = binary.AppendUvarint(dst, uint64(g))
@@ -223,9 +256,13 @@ func beginGroup(dst []byte, sizes []int32, g int) (out []byte, start, at int) {
 
 // endGroup fills in the key count n of the block begun at start and
 // records its size for the next snapshot.
-func endGroup(dst []byte, sizes []int32, g, start, at int, n uint32) []byte {
+func endGroup(dst []byte, sizes *blockSizes, g, start, at int, n uint32) []byte {
 	binary.LittleEndian.PutUint32(dst[at:], n)
-	sizes[g] = int32(min(len(dst)-start, 1<<30))
+	size := int32(min(len(dst)-start, 1<<30))
+	sizes.bytes[g], sizes.keys[g] = size, int32(min(n, 1<<30))
+	if n > 0 {
+		sizes.perKey.Store(int32((int64(size) + int64(n) - 1) / int64(n)))
+	}
 	return dst
 }
 
@@ -449,7 +486,7 @@ func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 	if r.snap != nil {
 		r.snap.TouchAll()
 	}
-	r.snap = core.NewGroupSnapshot(groups, r.writeGroup)
+	r.snap = core.NewGroupSnapshotBuffers(groups, &r.bufs, r.writeGroup)
 	return r.snap
 }
 
@@ -458,7 +495,7 @@ func (r *runningOp) BeginSnapshot(groups []int) *core.GroupSnapshot {
 // with the per-key write as a function value: that indirect call per key
 // measured 8 % slower (BenchmarkSnapshotGroups, four pairs).
 func (r *runningOp) writeGroup(dst []byte, g int) []byte {
-	dst, start, at := beginGroup(dst, r.sizes, g)
+	dst, start, at := beginGroup(dst, r.sizes, g, r.state.Len(g))
 	n := uint32(0)
 	var chunk [prefetchChunk]*running
 	var hs [prefetchChunk]uint64

@@ -253,3 +253,61 @@ func TestOperatorState(t *testing.T) {
 		t.Errorf("running State %q, want %q", run.State, want)
 	}
 }
+
+// Copy-on-write snapshots taken one after another, each released before
+// the next (which then writes into its buffers), or not, hold exactly what
+// SnapshotGroups writes at their barrier, whether the state grew, shrank
+// (windows fired) or kept its size in between; an unreleased snapshot
+// keeps its content while later ones are taken. Windows and running
+// aggregates.
+func TestCopyOnWriteSnapshotReleased(t *testing.T) {
+	win, err := New(Spec{Name: "w", Key: []string{"k"}, Size: 10e9, Groups: 64,
+		Aggs: []Agg{{Name: "n", Func: Count}, {Name: "s", Func: Sum, Field: "v"}}}, snapSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := NewRunning(RunningSpec{Name: "r", Key: []string{"k"}, Groups: 64,
+		Aggs: []Agg{{Name: "n", Func: Count}}}, snapSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, def := range []core.OperatorDef{win, run} {
+		f := newFeeder(t, def, 1, core.NoTime, false)
+		groups := f.table.Owned(0)
+		op := f.ops[0]
+		var kept *core.GroupSnapshot // a snapshot never released
+		var keptData []byte
+		for round := range 8 {
+			// Rounds 0–3 add keys (the groups grow), round 4 fires the
+			// windows (they shrink), the rest add a few again.
+			n := 50 * (round + 1)
+			if round >= 4 {
+				n = 5
+			}
+			ts, keys, vals := make([]int64, n), make([]string, n), make([]int64, n)
+			for i := range ts {
+				ts[i], keys[i], vals[i] = int64(round)*11e9, fmt.Sprintf("k%d-%d", round%5, i), int64(i)
+			}
+			f.records(t, ts, keys, vals)
+			if round == 4 {
+				f.watermark(t, int64(round)*11e9)
+			}
+			want, err := op.(core.Snapshotter).SnapshotGroups(nil, groups)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := op.(core.AsyncSnapshotter).BeginSnapshot(groups)
+			if got := s.Bytes(); !slices.Equal(got, want) {
+				t.Fatalf("%s, round %d: copy-on-write snapshot differs from SnapshotGroups (%d vs %d bytes)", def.Name, round, len(got), len(want))
+			}
+			if round == 2 {
+				kept, keptData = s, want
+			} else {
+				s.Release()
+			}
+		}
+		if got := kept.Bytes(); !slices.Equal(got, keptData) {
+			t.Fatalf("%s: the unreleased snapshot changed", def.Name)
+		}
+	}
+}

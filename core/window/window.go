@@ -195,7 +195,7 @@ func (b *built) def(spec Spec) core.OperatorDef {
 			w := &windowOp{spec: spec, in: b.in, wide: b.wide, g: g, key: b.key, aggs: b.aggs, out: b.out, nk: len(b.key.idx), state: b.state, env: env,
 				fire:  kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
 				purge: kvstate.NewTimers(spec.Groups, func(r ref) int { return int(r.g) }),
-				wm:    core.NoTime, tmp: core.OwnLines[acc](len(b.aggs)), sizes: make([]int32, spec.Groups),
+				wm:    core.NoTime, tmp: core.OwnLines[acc](len(b.aggs)), sizes: newBlockSizes(spec.Groups),
 				lateness: spec.AllowedLateness, retain: spec.AllowedLateness > 0}
 			if env.Rescaled {
 				w.wm = env.Watermark
@@ -269,7 +269,8 @@ type windowOp struct {
 	free   [][]acc
 	states []*keyState         // emptied key states, reused so steady state allocates nothing
 	snap   *core.GroupSnapshot // a copy-on-write snapshot in flight, or nil
-	sizes  []int32             // bytes each key group took in the last snapshot (a buffer size hint)
+	sizes  *blockSizes         // what each key group took in the last snapshot (a buffer size hint)
+	bufs   core.GroupBuffers   // the released snapshots' buffers, reused by the next
 	sorted []sortItem          // sortByKey's buffers
 	byKey  []ref
 

@@ -94,7 +94,7 @@ for cell in $cells; do
     "$(median <"$work/rw")" "$(sort -g "$work/rw" | head -1)" "$(sort -g "$work/rw" | tail -1)" \
     "$(median <"$work/rc")" "$(sort -g "$work/rc" | head -1)" "$(sort -g "$work/rc" | tail -1)")
   echo "$line"; echo "$line" >>"$summary"
-  cp "$work/cA" "$work/cpuA-$cell"; cp "$work/cB" "$work/cpuB-$cell"
+  cp "$work/cA" "$work/cpuA-$cell"; cp "$work/cB" "$work/cpuB-$cell"; cp "$work/rc" "$work/rc-$cell"
 done
 
 echo; echo "summary (median of $pairs pairs; [min..max] of the pairs):"; cat "$summary"
@@ -108,6 +108,12 @@ for c in $cells; do
     awk -v w="$(median <"$work/cpu$s-$c")" -v o="$(median <"$work/cpu$s-$plain")" -v s="$s" -v c="$c" \
       'BEGIN { printf "checkpoint cost %s (%s): CPU with ÷ without %.3f (+%.1f %%)\n", s, c, w / o, (w / o - 1) * 100 }'
   done
+  # The cost above compares cells run minutes apart: on a shared machine a
+  # change of load between them moves both builds' figures. The paired
+  # ratios do not see it: A's CPU with checkpoints over B's, divided by the
+  # same without, is (1 + cost A) / (1 + cost B).
+  awk -v w="$(median <"$work/rc-$c")" -v o="$(median <"$work/rc-$plain")" -v c="$c" \
+    'BEGIN { printf "checkpoint cost A relative to B (%s), from the paired CPU ratios: (1 + cost A) / (1 + cost B) = %.3f / %.3f = %.3f\n", c, w, o, w / o }'
 done
 
 rounds="${LATENCY_ROUNDS:-3}"
