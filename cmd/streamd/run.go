@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -349,10 +350,17 @@ func printCPU(w io.Writer, r *runtime.Report) {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
 	fmt.Fprintf(w, "cpu: %s in all\n", sec(r.ProcessCPU))
 	var staged time.Duration
+	var serial []string // the stages that run once, as the report names them
 	for _, s := range r.Stages {
 		name := s.Stage
-		if s.Replicated || s.Index > 0 {
+		switch {
+		case s.Stage == "source" && s.Replicated:
+			name = fmt.Sprintf("worker %d", s.Index) // a source worker
+		case s.Replicated || s.Index > 0:
 			name = fmt.Sprintf("%s %d", s.Stage, s.Index)
+		}
+		if !s.Replicated && !slices.Contains(serial, name) {
+			serial = append(serial, name)
 		}
 		staged += s.CPU
 		fmt.Fprintf(w, "  %-12s %10s  waiting %10s", name, sec(s.CPU), sec(s.Wait))
@@ -361,10 +369,11 @@ func printCPU(w io.Writer, r *runtime.Report) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  %-12s %10s  (parse workers, checkpoint writer, garbage collector)\n", "other", sec(max(0, r.ProcessCPU-staged)))
+	fmt.Fprintf(w, "  %-12s %10s  (outside the stages: the Go scheduler and garbage collector, and parse workers or the checkpoint writer where the job has them)\n", "other", sec(max(0, r.ProcessCPU-staged)))
 	if r.SerialFraction > 0 {
-		fmt.Fprintf(w, "serial fraction %.1f %% (work of the stages that run once — source stage, merger, writer — over all work; Amdahl: at most %.1fx on 14 cores)\n",
-			100*r.SerialFraction, runtime.AmdahlBound(r.SerialFraction, 14))
+		cores := runtime.UsableCores()
+		fmt.Fprintf(w, "serial fraction %.1f %% (the work of the stages that run once — %s — over all work; Amdahl: at most %.1fx on this machine's %d cores, %.1fx on 14)\n",
+			100*r.SerialFraction, strings.Join(serial, ", "), runtime.AmdahlBound(r.SerialFraction, cores), cores, runtime.AmdahlBound(r.SerialFraction, 14))
 	}
 }
 
