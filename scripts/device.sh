@@ -120,7 +120,7 @@ open() {
   timeout 90 "$root/scripts/bench.sh" serial-fraction 1 8
   echo "== source workers and channels trading cores (elastic, auto source parallelism)"
   STREAMD_OUT=$bin timeout 60 "$STREAMD_BIN" run "$root/scripts/jobs/scaling-elastic.yaml" --elastic-log "$out/scaling-elastic.csv" 2>&1 |
-    grep -E '^(job |rescales|  source |  channel |serial)'
+    grep -E '^(job |rescales|  source |  worker |  channel |serial)'
   echo "== elastic"
   (OUT=$out elastic)
   echo "== elastic controllers, the case that must scale, calibration"
