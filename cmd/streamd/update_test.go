@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"streamd/core"
@@ -124,6 +126,92 @@ func TestUpdatePostWithOutputWorkers(t *testing.T) {
 			t.Logf("%d updates; pf switched at %v, pm at %v", updates, pfAt, pmAt)
 		})
 	}
+}
+
+// Updates of post-region operators without output workers: the merger
+// runs the one output worker inline, which replaces its instance when the
+// merger hands it the marker. A seeded random stream of updates, each sent
+// once the job's output has grown since the last, gives byte for byte the
+// output of a run with one output worker whose expressions switch at the
+// reported positions.
+func TestUpdatePostInline(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	sink := "  csv: {path: %s.csv}"
+	writeTestFile(t, job, postJob(dir, "live", "value % 3 != 0", "value * 2", sink, ""))
+	f, err := jobfile.Load(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := f.Build(jobfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.OutputParallelism = -1 // none: the inline worker
+	var live runtime.Live
+	var written atomic.Int64
+	started := make(chan struct{})
+	j.OnStart = func(l runtime.Live) { live = l; close(started) }
+	j.OnSink = func(b *core.Batch) { written.Add(int64(b.Len)) }
+	var pfAt, pmAt []int64
+	var pfNext, pmNext []string
+	sent := make(chan error, 1)
+	go func() {
+		<-started
+		rnd := rand.New(rand.NewPCG(21, 5))
+		for range 8 {
+			for w := written.Load(); written.Load() == w; {
+				goruntime.Gosched() // the job has gone on since the last update
+			}
+			op, e, body := "pf", "", ""
+			if rnd.IntN(2) == 0 {
+				e = fmt.Sprintf("value %% %d != 0", 2+rnd.IntN(6))
+				body = "filter: " + e
+			} else {
+				op, e = "pm", fmt.Sprintf("value * %d", 3+rnd.IntN(5))
+				body = fmt.Sprintf(`{"map": {"d": %q}}`, e)
+			}
+			def, err := f.BuildUpdate(j, op, []byte(body), "test")
+			if err != nil {
+				sent <- err
+				return
+			}
+			out, err := live.Update(context.Background(), op, def, body, "test")
+			switch {
+			case errors.Is(err, runtime.ErrEnded):
+				sent <- nil
+				return
+			case err != nil:
+				sent <- err
+				return
+			case op == "pf":
+				pfAt, pfNext = append(pfAt, out.Position), append(pfNext, e)
+			default:
+				pmAt, pmNext = append(pmAt, out.Position), append(pmNext, e)
+			}
+		}
+		sent <- nil
+	}()
+	if _, err := runtime.Run(context.Background(), j); err != nil {
+		t.Fatalf("live run: %v", err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if len(pfAt)+len(pmAt) == 0 {
+		t.Fatal("no update reached the job")
+	}
+	ref := filepath.Join(dir, "ref.yaml")
+	writeTestFile(t, ref, postJob(dir, "ref", piecewise("value % 3 != 0", pfAt, pfNext), piecewise("value * 2", pmAt, pmNext), sink, ""))
+	if code, _, stderr := cli(t, "run", ref, "--quiet", "--output-workers", "1"); code != 0 {
+		t.Fatalf("reference run: exit %d: %s", code, stderr)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "live.csv"))
+	exp, _ := os.ReadFile(filepath.Join(dir, "ref.csv"))
+	if len(exp) == 0 || !bytes.Equal(got, exp) {
+		t.Fatalf("pf at %v %v, pm at %v %v: the output differs from the reference (%d vs %d bytes)", pfAt, pfNext, pmAt, pmNext, len(got), len(exp))
+	}
+	t.Logf("pf switched at %v, pm at %v", pfAt, pmAt)
 }
 
 // latenessJob is a keyed window with allowed lateness over generated

@@ -545,10 +545,11 @@ func (c *checkpointer) pause(d time.Duration) { c.pauses.record(d) }
 // stall records a copy-on-write stall (called on channel goroutines).
 func (c *checkpointer) stall(d time.Duration) { c.stalls.record(d) }
 
-// sinkCheckpoint runs on the sink's goroutine (the merger stage, or the
-// writer with output workers) for every batch or item, before its records
-// are written: it commits epochs the coordinator completed, and at a
-// barrier tells the sink and acknowledges.
+// sinkCheckpoint runs on the sink's goroutine (the inline output worker's
+// last step, on the merger or the source stage, or the writer with output
+// workers) for every batch or item, before its records are written: it
+// commits epochs the coordinator completed, and at a barrier tells the
+// sink and acknowledges.
 func (r *run) sinkCheckpoint(b *core.Batch) error {
 	es, _ := r.job.Sink.(core.EpochSink)
 	if c := r.ck.committed.Load(); c > r.sinkEpoch && es != nil {

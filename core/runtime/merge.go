@@ -8,8 +8,8 @@ import (
 
 // The merger stage (docs/ARCHITECTURE.md, "Splitter, channels, merger").
 
-// pusher takes a batch with ownership: the post-region chain, or the
-// parallel output side (output.Push).
+// pusher takes a batch with ownership: the inline output worker
+// (outputWorker.Push, K = 0), or the parallel output side (output.Push).
 type pusher interface{ Push(*core.Batch) error }
 
 // mergeStage is the merger, the stage after the parallel region: it drains
@@ -17,16 +17,17 @@ type pusher interface{ Push(*core.Batch) error }
 // one-channel order (sequence numbers, then the region's tie order) and
 // aligns markers across the channels, and it carries out the merger's
 // steps. Runs of records are assembled into output batches (gather.go) for
-// post; an aligned marker goes on after the batch being built. Two markers
+// post; an aligned marker goes on after the batch being built. One marker
 // it acts on itself: a Reconfig switches it to the rings of the new
-// channel set (rescale.go), and an Update of a post-region operator,
-// without output workers, replaces that operator on this goroutine
-// (update.go). The channels' dead letters are written as the merger emits
-// the records they follow (letters.go).
+// channel set (rescale.go). The channels' dead letters are written as the
+// merger emits the records they follow (letters.go). Without output
+// workers (K = 0) post is the one output worker, which the merger runs
+// inline on its goroutine: the post-region operators, their changes of
+// logic and the sink's step are that worker's (output.go).
 //
 // Everything in it belongs to the merger's goroutine. It is written only
-// at a Reconfig or an Update, and padded so that no other goroutine's data
-// shares its cache lines.
+// at a Reconfig, and padded so that no other goroutine's data shares its
+// cache lines.
 type mergeStage struct {
 	_ [core.CacheLine]byte
 	r *run
@@ -39,8 +40,7 @@ type mergeStage struct {
 	ended []bool
 	buf   []*core.Batch // drain's, for TryPopN
 	// asm builds the output batches from runs; post takes them and the
-	// markers: the post-region chain (whose last step is the sink) or,
-	// with output workers, the output side.
+	// markers: the inline output worker (K = 0) or the output side.
 	asm       assembler
 	post      pusher
 	unordered bool // Region.Unordered: arrival order, markers still aligned
@@ -212,9 +212,9 @@ func (ms *mergeStage) lettersDone(st *order.Step[*core.Batch]) (done uint64, ok 
 // marker carries out a marker every channel has delivered: mks are the
 // channels' copies, of which the first goes on and the others are
 // released. A Reconfig switches the inputs (reconfig) and goes no
-// further; an Update of a post-region operator is applied here first
-// without output workers (update); then the marker goes on after the
-// batch being built. end says it was End.
+// further; any other marker goes on after the batch being built (an
+// Update to the output workers, which change their post-region
+// instances). end says it was End.
 func (ms *mergeStage) marker(mks []*core.Batch) (end bool, err error) {
 	mk := mks[0]
 	for _, o := range mks[1:] {
@@ -222,14 +222,6 @@ func (ms *mergeStage) marker(mks []*core.Batch) (end bool, err error) {
 	}
 	if mk.Kind == core.Reconfig {
 		return false, ms.reconfig(mk)
-	}
-	if u := updateOf(mk); u != nil && u.stage == stagePost && ms.r.out == nil {
-		// With output workers the marker goes on to every worker
-		// (output.Push), which updates its own instances.
-		if err = ms.update(u); err != nil {
-			mk.Release()
-			return false, err
-		}
 	}
 	end = mk.Kind == core.End
 	if err = ms.asm.flush(); err != nil {
@@ -258,25 +250,6 @@ func (ms *mergeStage) reconfig(mk *core.Batch) error {
 	e := make([]bool, len(ms.outs))
 	copy(e, ms.ended)
 	ms.ended = e
-	return nil
-}
-
-// update gives the post-region operators, which run on this goroutine
-// (no output workers), the new logic u brings, at its Update marker,
-// which every channel is past (update.go). The batch being built goes on
-// first, through the old chain.
-func (ms *mergeStage) update(u *update) error {
-	if err := ms.asm.flush(); err != nil {
-		return err
-	}
-	r := ms.r
-	if err := applyUpdate(r.post.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
-		return err
-	}
-	ms.post = chainOf(r.post.insts, r.postFinal)
-	if cp, ok := ms.asm.(*copier); ok {
-		cp.next = ms.post
-	}
 	return nil
 }
 

@@ -13,39 +13,41 @@ import (
 
 // Parallel output workers (docs/ARCHITECTURE.md, "Parallel output").
 //
-// Without them the merger stage runs the post-region operators, encodes and
-// writes: one core carries all of that. With K output workers the merger
-// only merges: it hands the data batches it releases, in output order, to
-// worker 0, 1, …, K−1, 0, … (round-robin: batch i to worker i mod K). A
-// worker runs its own instances of the post-region operators (stateless
-// per record, like the pre-region ones) and encodes what they emit with
-// the sink's encoder (core.EncodingSink) into one item per batch it was
-// given, possibly empty. The writer stage takes item i from worker i mod K,
-// so it sees the items in the merger's order, and writes their bytes: the
-// only serial step left after the merge, with no per-field work. At end of
-// stream the merger gives every worker an End marker (its post-region
-// instances finish), one per worker in round-robin order, and the writer
-// stops at the first End item after consuming the others.
+// Without them (K = 0) the merger runs the one output worker inline, which
+// runs the post-region operators and has the sink write its batches: one
+// core carries all of that. With K output workers the merger only merges:
+// it hands the data batches it releases, in output order, to worker 0, 1,
+// …, K−1, 0, … (round-robin: batch i to worker i mod K). A worker runs its
+// own instances of the post-region operators (stateless per record, like
+// the pre-region ones) and encodes what they emit with the sink's encoder
+// (core.EncodingSink) into one item per batch it was given, possibly
+// empty. The writer stage takes item i from worker i mod K, so it sees the
+// items in the merger's order, and writes their bytes: the only serial
+// step left after the merge, with no per-field work. At end of stream the
+// merger gives every worker an End marker (its post-region instances
+// finish), one per worker in round-robin order, and the writer stops at
+// the first End item after consuming the others.
 //
 // Checkpoint barriers take their place in the same round-robin sequence:
 // the merger hands barrier n, like a data batch, to the next worker, which
 // passes it through its post-region chain and makes it an item of its own
 // (a marker item, no bytes). The writer therefore meets the barrier after
 // the items of every batch the merger released before it and before any
-// released after it, and does there what the merger stage does without
-// workers (sinkCheckpoint): dead letters synced, EpochSink.Barrier (the
-// epoch's part flushed and fsynced), the manifest taken, the checkpoint
-// acknowledged. The checkpoint records exactly the bytes written before the
-// barrier, whatever K. The writer is the sink's goroutine: it also commits
-// epochs the coordinator completed (EpochSink.Commit) as its items pass.
+// released after it, and does there what the inline worker's last step
+// does without workers (sinkCheckpoint): dead letters synced,
+// EpochSink.Barrier (the epoch's part flushed and fsynced), the manifest
+// taken, the checkpoint acknowledged. The checkpoint records exactly the
+// bytes written before the barrier, whatever K. The writer is the sink's
+// goroutine: it also commits epochs the coordinator completed
+// (EpochSink.Commit) as its items pass.
 //
 // A file sink without checkpoints (core.PositionalSink) needs no writer:
 // each worker places its item in the merger's order through the sequencer
 // (writeAt) and writes its bytes at their offset itself.
 //
-// A sink that cannot encode apart keeps the post-region operators on the
-// merger stage. Job.OnSink is called by the writer, with a batch that
-// holds only Len and Stamp (its records were encoded).
+// A sink that cannot encode apart keeps the one inline worker (K = 0).
+// Job.OnSink is called by the writer, with a batch that holds only Len and
+// Stamp (its records were encoded).
 
 // encoded is an output worker's item: the bytes of one merger batch, or a
 // marker the writer acts on in its place in the order.
@@ -106,7 +108,8 @@ type output struct {
 }
 
 // outputWorkers is how many output workers the run uses: 0 keeps the
-// post-region operators, encoding and writing on the merger stage.
+// post-region operators and the sink on the one worker the merger (or the
+// source stage) runs inline.
 // Job.OutputParallelism > 0 asks for that many, 0 lets the cores decide
 // (those left beside the source workers, the channels, the merger, the
 // writer and one to spare; at least 2, or none), < 0 asks for none.
@@ -291,25 +294,37 @@ func (r *run) launchOutput() {
 	})
 }
 
-// outputWorker is output worker w, on its own goroutine: each batch from
-// the merger goes through the worker's post-region instances, and what
-// they emit is encoded into one item for the writer (or, with positional
-// writes, written at its offset by the worker itself) or, for parts,
-// written to part w. Everything in it belongs to the worker's goroutine,
-// which writes it per batch: it is padded so that no other goroutine's
-// data shares its cache lines.
+// outputWorker is the sink end of a run: the post-region instances, then
+// the sink's step. Output worker w of K runs on its own goroutine: each
+// batch from the merger goes through the worker's post-region instances,
+// and what they emit is encoded into one item for the writer (or, with
+// positional writes, written at its offset by the worker itself) or, for
+// parts, written to part w. Without output workers (K = 0) the one worker
+// is run inline by the stage before it — the merger, or the source stage
+// without a region — which hands it its output (Push) on its own
+// goroutine, with no ring between them; its last step is the sink's
+// (writeBatch): the checkpoint step and Sink.Write.
+//
+// Either way the worker owns its post-region instances and carries out
+// the change of logic of one of them (update). Everything in it belongs
+// to the goroutine that runs it, which writes it per batch: it is padded
+// so that no other goroutine's data shares its cache lines.
 type outputWorker struct {
 	_  [core.CacheLine]byte
 	r  *run
-	o  *output
+	o  *output // nil inline
 	w  int
-	sc *stageCPU
-	// chain is the post-region instances, then final, its last step:
-	// encode or, for parts, writePart.
+	sc *stageCPU // nil inline: the stage that runs it accounts for it
+	// insts are the worker's post-region instances, made for env (their
+	// Channel and Channels: the worker's index and K, or 0 and 1 inline).
+	insts []instance
+	env   core.Env
+	// chain is insts, then final, its last step: encode, writePart or,
+	// inline, writeBatch.
 	chain *core.Chain
 	final func(*core.Batch) error
-	enc   core.Encoder    // the sink's (not for parts)
-	cur   *encoded        // the item being encoded (not for parts)
+	enc   core.Encoder    // the sink's (encoding workers only)
+	cur   *encoded        // the item being encoded (encoding workers only)
 	part  core.PartWriter // part w's (parts only)
 	todo  []placed        // writeAt's list, reused from call to call
 	_     [core.CacheLine]byte
@@ -318,7 +333,55 @@ type outputWorker struct {
 // newOutputWorker makes worker w of the run's output side; sc is its CPU
 // account.
 func newOutputWorker(r *run, w int, sc *stageCPU) *outputWorker {
-	return &outputWorker{r: r, o: r.out, w: w, sc: sc}
+	o := r.out
+	return &outputWorker{r: r, o: o, w: w, sc: sc, insts: o.posts[w].insts,
+		env: core.Env{Channel: w, Channels: len(o.in), Errors: r.job.Errors}}
+}
+
+// newInlineWorker makes the one output worker of a run without output
+// workers (K = 0), which the stage before it runs inline (Push): it runs
+// the run's post-region instances (r.post) and ends in the sink's step
+// (writeBatch).
+func newInlineWorker(r *run) *outputWorker {
+	ow := &outputWorker{r: r, insts: r.post.insts, env: core.Env{Channels: 1, Errors: r.job.Errors}}
+	ow.final = ow.writeBatch
+	ow.chain = chainOf(ow.insts, ow.final)
+	return ow
+}
+
+// Push is the inline worker's step (K = 0), called by the stage before it
+// with its output in order: an Update marker changes the post-region
+// instances (update), anything else goes through the chain and the sink's
+// step. It takes ownership of b. An error it returns is the job's: the
+// caller fails the run with it (there is no other worker to decide
+// against).
+func (ow *outputWorker) Push(b *core.Batch) error {
+	if b.Kind == core.Update {
+		return ow.update(b)
+	}
+	return ow.chain.Push(b)
+}
+
+// writeBatch is the inline worker's last step: the sink's checkpoint step
+// (sinkCheckpoint: an epoch completed since is committed; at a barrier the
+// epoch's output is made durable and acknowledged), then a data batch is
+// written by the sink, which borrows it. It takes ownership of b.
+func (ow *outputWorker) writeBatch(b *core.Batch) error {
+	defer b.Release()
+	r := ow.r
+	if r.ck != nil {
+		if err := r.sinkCheckpoint(b); err != nil {
+			return err
+		}
+	}
+	if b.Kind != core.Data {
+		return nil
+	}
+	r.recOut.Add(int64(b.Len))
+	if hook := r.job.OnSink; hook != nil {
+		hook(b)
+	}
+	return r.job.Sink.Write(b)
 }
 
 // loop runs the worker until its End or a cancel (nil: whoever failed
@@ -339,7 +402,7 @@ func (ow *outputWorker) encodeLoop() error {
 	r, o, w, sc := ow.r, ow.o, ow.w, ow.sc
 	ow.enc = o.sink.NewEncoder()
 	ow.final = ow.encode
-	ow.chain = chainOf(o.posts[w].insts, ow.final)
+	ow.chain = chainOf(ow.insts, ow.final)
 	k := int64(len(o.in))
 	items := 0 // data items placed (positional writes)
 	defer o.fails.done(r, w)
@@ -566,7 +629,7 @@ func (ow *outputWorker) partLoop() error {
 	o, w, sc := ow.o, ow.w, ow.sc
 	ow.part = o.parts.Part(w)
 	ow.final = ow.writePart
-	ow.chain = chainOf(o.posts[w].insts, ow.final)
+	ow.chain = chainOf(ow.insts, ow.final)
 	for {
 		b, err := popFilled(sc, o.in[w])
 		if err != nil {
@@ -604,20 +667,22 @@ func (ow *outputWorker) writePart(b *core.Batch) error {
 }
 
 // update carries out, on this worker, the change of logic an Update
-// marker b brings: the worker's instance of a post-region operator is
-// replaced (or retuned), and its chain made anew. It takes ownership of
-// b. Markers for operators of other stages are dropped: those stages took
-// them already.
+// marker b brings (update.go): the worker's instance of a post-region
+// operator is replaced (or retuned), and its chain made anew. Every batch
+// the worker was given before the marker went through the old chain,
+// every one after it goes through the new one. It takes ownership of b:
+// the marker goes no further. Markers for operators of other stages are
+// dropped: those stages took them already.
 func (ow *outputWorker) update(b *core.Batch) error {
 	u := updateOf(b)
 	b.Release()
-	insts := ow.o.posts[ow.w].insts
-	if u != nil && u.stage == stagePost {
-		if err := applyUpdate(insts, u, core.Env{Channel: ow.w, Channels: len(ow.o.in), Errors: ow.r.job.Errors}); err != nil {
-			return err
-		}
+	if u == nil || u.stage != stagePost {
+		return nil
 	}
-	ow.chain = chainOf(insts, ow.final)
+	if err := applyUpdate(ow.insts, u, ow.env); err != nil {
+		return err
+	}
+	ow.chain = chainOf(ow.insts, ow.final)
 	return nil
 }
 

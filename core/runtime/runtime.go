@@ -88,7 +88,6 @@ type run struct {
 	// Live reconfiguration (rescale.go) and the control plane's requests
 	// (control.go).
 	ctl                       control
-	postFinal                 func(*core.Batch) error // the post-region chain's last step (update.go)
 	rescales                  atomic.Int64
 	pauses                    durationHist
 	drains                    durationHist // the source's wait for the old channels' backlog
@@ -106,7 +105,7 @@ type run struct {
 	procCPU  atomic.Int64 // ns: the process's CPU during the run, set when it ends
 
 	// out is the parallel output side (output.go), nil when the merger
-	// runs the post-region operators and the sink itself.
+	// (or the source stage) runs the one output worker inline.
 	out *output
 
 	// x is the M×N exchange of parallel source workers (exchange.go), nil
@@ -579,24 +578,12 @@ func (r *run) build() error {
 // teardown.
 func (r *run) launch() error {
 	job := r.job
-	// The sink end: post-region operators, then the sink.
-	r.postFinal = func(b *core.Batch) error {
-		defer b.Release()
-		if r.ck != nil {
-			if err := r.sinkCheckpoint(b); err != nil {
-				return err
-			}
-		}
-		if b.Kind != core.Data {
-			return nil
-		}
-		r.recOut.Add(int64(b.Len))
-		if job.OnSink != nil {
-			job.OnSink(b)
-		}
-		return job.Sink.Write(b)
+	// The sink end: the output side with K output workers, or the one
+	// output worker the stage before runs inline (K = 0).
+	var post pusher = r.out
+	if r.out == nil {
+		post = newInlineWorker(r)
 	}
-	postChain := chainOf(r.post.insts, r.postFinal)
 	if job.OnStart != nil {
 		job.OnStart(Live{r: r})
 	}
@@ -606,10 +593,9 @@ func (r *run) launch() error {
 	}
 	var head func(*core.Batch) error
 	if job.Region == nil {
-		head = postChain.Push
+		head = post.Push
 		if r.out != nil { // parts: the source stage cuts the chunks
 			r.out.mergerCPU = r.src.cpu
-			head = r.out.Push
 			r.launchOutput()
 		}
 	} else {
@@ -648,10 +634,8 @@ func (r *run) launch() error {
 			defer r.recoverStage("merger", 0)
 			mcpu.begin()
 			defer mcpu.end()
-			var post pusher = postChain
 			if r.out != nil {
 				r.out.mergerCPU = mcpu
-				post = r.out
 			}
 			newMergeStage(r, post, outs, mcpu).loop()
 		})

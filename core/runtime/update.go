@@ -25,8 +25,8 @@ import (
 //   - An Update marker, routed like a barrier, reaches every channel after
 //     every record before s: a channel replaces its instance of a region
 //     operator when it pops the marker. The merger, once every channel has
-//     delivered it (aligned by sequence number), replaces a post-region
-//     operator.
+//     delivered it (aligned by sequence number), hands it to the output
+//     workers, which replace their post-region instances.
 //   - Definitions kept for stages started later (channels and workers a
 //     live change adds) are replaced when the update is placed, copy on
 //     write: a stage started for an earlier routing keeps the slice it
@@ -40,11 +40,13 @@ import (
 // sync point (core.Retuner), and stages started later instantiate the
 // definition Retune returned, which shares the state store.
 //
-// With output workers, each worker runs its own post-region instances:
-// the merger hands the Update marker to every worker, in its place in the
-// round-robin order (output.Push), and each replaces its instance when it
-// pops it — after every batch the merger released before the sync point,
-// before any released after it.
+// Each output worker runs its own post-region instances
+// (outputWorker.update): the merger hands the Update marker to every
+// worker, in its place in the round-robin order (output.Push), and each
+// replaces its instance when it pops it — after every batch the merger
+// released before the sync point, before any released after it. Without
+// output workers the merger hands the marker in its place to the one
+// worker it runs inline.
 
 // Stages an update can target.
 const (
