@@ -90,8 +90,10 @@ func (u *update) outcome() Outcome {
 // the sync point, Outcome.Position the input records before it (-1 when
 // the source cannot say). Refused (ErrRefused, the job unchanged): an
 // unknown operator, an operator with keyed state (its state layout would
-// change), a definition whose output schema differs, a post-region
-// operator run by output workers, a job without a parallel region.
+// change), an operator that runs a pre-aggregation in every channel, a
+// definition whose output schema differs, a job without a parallel
+// region. A post-region operator is updated wherever it runs: on the
+// merger or on the output workers.
 //
 // body is the new entry as written (the job loader's input to def): the
 // checkpoints taken after the sync point record it (metadata extra
