@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newCtlCmd is `streamd ctl ADDR COMMAND …`: a client of the control
@@ -32,14 +34,18 @@ the endpoint unreachable. docs/CONTROL.md describes every command.`
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// ADDR comes before the command: the first argument that is
-			// neither a flag nor a flag's value.
+			// neither a flag nor a flag's value. The arguments hold the
+			// global flags given before ctl too (cobra parses no flag of
+			// a command that disables flag parsing): the command tree
+			// below parses them all.
+			takesValue := ctlValueFlags(long)
 			at := -1
 			for i := 0; i < len(args) && at < 0; i++ {
 				switch a := args[i]; {
 				case a == "-h" || a == "--help":
 					cmd.Help()
 					return nil
-				case a == "--token" || a == "--timeout":
+				case takesValue[a]:
 					i++
 				case !strings.HasPrefix(a, "-"):
 					at = i
@@ -70,13 +76,40 @@ the endpoint unreachable. docs/CONTROL.md describes every command.`
 	}
 }
 
+// ctlValueFlags is the set of flags, as written on the command line
+// ("--token", "-x"), that the command tree of ctl takes before ADDR and
+// that take a value in the next argument: its persistent flags, the
+// global ones included.
+func ctlValueFlags(long string) map[string]bool {
+	top := ctlCommands("ADDR", long)
+	root := top.Commands()[0].Commands()[0]
+	m := map[string]bool{}
+	add := func(f *pflag.Flag) {
+		if f.NoOptDefVal != "" {
+			return // a boolean: -v, not -v VALUE
+		}
+		m["--"+f.Name] = true
+		if f.Shorthand != "" {
+			m["-"+f.Shorthand] = true
+		}
+	}
+	top.PersistentFlags().VisitAll(add)
+	root.PersistentFlags().VisitAll(add)
+	return m
+}
+
 // ctlCommands is the command tree of `streamd ctl ADDR …`, for addr: its
 // root is "streamd", so that usage lines read `streamd ctl ADDR scale N`;
-// execute it with arguments "ctl", addr, then the command's.
+// execute it with arguments "ctl", addr, then the command's. Its root
+// takes the global flags (--log-level, -v) as streamd's does, so that
+// they may come before ctl, before ADDR or after the command; at
+// --log-level info each answer is logged with its status and time.
 func ctlCommands(addr, long string) *cobra.Command {
 	var token string
 	var timeout time.Duration
 	top := &cobra.Command{Use: "streamd", SilenceErrors: true, SilenceUsage: true}
+	lf := &logFlags{}
+	lf.register(top)
 	ctl := &cobra.Command{Use: "ctl"}
 	root := &cobra.Command{Use: addr, Long: long}
 	top.AddCommand(ctl)
@@ -87,7 +120,12 @@ func ctlCommands(addr, long string) *cobra.Command {
 	root.PersistentFlags().StringVar(&token, "token", os.Getenv("STREAMD_CONTROL_TOKEN"), "the job's --control-token (default $STREAMD_CONTROL_TOKEN)")
 	root.PersistentFlags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the answer (a checkpoint waits until it is complete)")
 	send := func(cmd *cobra.Command, _, command, query string, body []byte) error {
-		return ctlSend(cmd.OutOrStdout(), addr, token, timeout, command, query, body)
+		level, _, err := lf.Level(cmd)
+		if err != nil {
+			return err
+		}
+		log := newLogger(cmd.ErrOrStderr(), level)
+		return ctlSend(cmd.OutOrStdout(), log, addr, token, timeout, command, query, body)
 	}
 	jsonBody := func(v any) []byte { b, _ := json.Marshal(v); return b }
 	simple := func(name, short string) *cobra.Command {
@@ -152,8 +190,9 @@ func ctlCommands(addr, long string) *cobra.Command {
 	return top
 }
 
-// ctlSend posts command to the endpoint at addr and prints the answer.
-func ctlSend(out io.Writer, addr, token string, timeout time.Duration, command, query string, body []byte) error {
+// ctlSend posts command to the endpoint at addr and prints the answer;
+// log gets an info line with the answer's status and how long it took.
+func ctlSend(out io.Writer, log *slog.Logger, addr, token string, timeout time.Duration, command, query string, body []byte) error {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
@@ -168,6 +207,7 @@ func ctlSend(out io.Writer, addr, token string, timeout time.Duration, command, 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	start := time.Now()
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", command, err))
@@ -177,6 +217,7 @@ func ctlSend(out io.Writer, addr, token string, timeout time.Duration, command, 
 	if err != nil {
 		return jobErr(fmt.Errorf("%s: read the answer: %w", command, err))
 	}
+	log.Info("control answer", "command", command, "url", u, "status", resp.StatusCode, "took", time.Since(start))
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, data, "", "  ") == nil {
 		data = append(pretty.Bytes(), '\n')

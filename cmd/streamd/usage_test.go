@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,5 +235,38 @@ func TestValidateLeavesStdinAlone(t *testing.T) {
 	rest, err := io.ReadAll(f)
 	if err != nil || string(rest) != "k,v\na,1\n" {
 		t.Fatalf("standard input after validate: %q, %v", rest, err)
+	}
+}
+
+// The global flags (--log-level, -v) are taken before ctl, between ctl
+// and ADDR, and after the command, and chosen as for every command: at
+// info, ctl logs the answer.
+func TestCtlGlobalFlags(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	for _, c := range []struct {
+		args []string
+		code int
+		log  bool // an info line on standard error
+	}{
+		{[]string{"ctl", addr, "scale", "1"}, 0, false},
+		{[]string{"-v", "ctl", addr, "scale", "1"}, 0, true},
+		{[]string{"--log-level", "info", "ctl", addr, "scale", "1"}, 0, true},
+		{[]string{"ctl", "-v", addr, "status"}, 0, true},
+		{[]string{"ctl", "--log-level", "info", addr, "status"}, 0, true},
+		{[]string{"ctl", "--log-level=info", "--token", "x", addr, "status"}, 0, true},
+		{[]string{"ctl", addr, "status", "-v"}, 0, true},
+		{[]string{"ctl", addr, "rebalance", "--log-level", "error"}, 0, false},
+		{[]string{"ctl", addr, "status", "--log-level", "loud"}, 2, false},
+		{[]string{"-v", "ctl", addr, "status", "--log-level", "error"}, 2, false},
+	} {
+		code, out, stderr := cli(t, c.args...)
+		logged := strings.Contains(stderr, "level=INFO msg=\"control answer\"")
+		if code != c.code || logged != c.log || (code == 0 && out != "{\n  \"ok\": true\n}\n") {
+			t.Errorf("streamd %s: exit %d, stdout %q, stderr %q; want exit %d, info line %v", strings.Join(c.args, " "), code, out, stderr, c.code, c.log)
+		}
 	}
 }
