@@ -102,9 +102,10 @@ func TestBenchElasticMode(t *testing.T) {
 	if want := "mode " + mode + " (stopped by time)"; line != want {
 		t.Fatalf("mode line %q, want %q:\n%s", line, want, out)
 	}
+	// Stopped by --duration: out of time, not interrupted (Ctrl-C).
 	r := readReport(t, dir)
-	if r.Mode != mode || r.Options.Rate != 20000 {
-		t.Fatalf("report: mode %q, rate %g", r.Mode, r.Options.Rate)
+	if r.Mode != mode || r.Options.Rate != 20000 || !r.TimeUp || r.Interrupted {
+		t.Fatalf("report: mode %q, rate %g, time up %v, interrupted %v", r.Mode, r.Options.Rate, r.TimeUp, r.Interrupted)
 	}
 }
 
