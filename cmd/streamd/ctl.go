@@ -115,8 +115,13 @@ func ctlCommands(addr, long string) *cobra.Command {
 	top.AddCommand(ctl)
 	ctl.AddCommand(root)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr(fmt.Errorf("ctl: unknown command %q (expected one of %s)", args[0], strings.Join(controlCommands, ", ")))
+		}
 		return usageErr(errors.New("ctl: expected a command after ADDR (one of " + strings.Join(controlCommands, ", ") + ")"))
 	}
+	// The root's name is the address: say what it is for.
+	root.Flags().BoolP("help", "h", false, "help for ctl ADDR")
 	root.PersistentFlags().StringVar(&token, "token", os.Getenv("STREAMD_CONTROL_TOKEN"), "the job's --control-token (default $STREAMD_CONTROL_TOKEN)")
 	root.PersistentFlags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the answer (a checkpoint waits until it is complete)")
 	send := func(cmd *cobra.Command, _, command, query string, body []byte) error {
@@ -129,11 +134,17 @@ func ctlCommands(addr, long string) *cobra.Command {
 	}
 	jsonBody := func(v any) []byte { b, _ := json.Marshal(v); return b }
 	simple := func(name, short string) *cobra.Command {
-		return &cobra.Command{Use: name, Short: short, Args: cobra.NoArgs,
+		return &cobra.Command{Use: name, Short: short, Args: noArgs,
 			RunE: func(cmd *cobra.Command, args []string) error { return send(cmd, addr, name, "", nil) }}
 	}
 	root.AddCommand(simple("status", "Show the plan: channels, key groups, loads and skew, the controller's last decision, the reconfiguration log"))
-	root.AddCommand(&cobra.Command{Use: "scale N", Short: "Change the region's channel count to N", Args: cobra.ExactArgs(1),
+	root.AddCommand(&cobra.Command{Use: "scale N", Short: "Change the region's channel count to N",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr(errors.New("scale: expected the channel count N (streamd ctl ADDR scale N)" + notArgs(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
@@ -142,7 +153,7 @@ func ctlCommands(addr, long string) *cobra.Command {
 			return send(cmd, addr, "scale", "", jsonBody(map[string]int{"channels": n}))
 		}})
 	var target float64
-	rb := &cobra.Command{Use: "rebalance", Short: "Rebalance the key groups at the same channel count", Args: cobra.NoArgs,
+	rb := &cobra.Command{Use: "rebalance", Short: "Rebalance the key groups at the same channel count", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var body []byte
 			if cmd.Flags().Changed("target") {
@@ -156,7 +167,7 @@ func ctlCommands(addr, long string) *cobra.Command {
 	root.AddCommand(simple("resume-controller", "Let the elastic controller and the rebalancer decide again"))
 	root.AddCommand(simple("checkpoint", "Take a checkpoint now; answers with its epoch once it is complete"))
 	var savepoint bool
-	stop := &cobra.Command{Use: "stop", Short: "Stop the job (with --savepoint: checkpoint first; --restore latest resumes it)", Args: cobra.NoArgs,
+	stop := &cobra.Command{Use: "stop", Short: "Stop the job (with --savepoint: checkpoint first; --restore latest resumes it)", Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return send(cmd, addr, "stop", "", jsonBody(map[string]bool{"savepoint": savepoint}))
 		}}
@@ -164,7 +175,12 @@ func ctlCommands(addr, long string) *cobra.Command {
 	root.AddCommand(stop)
 	var specFile string
 	up := &cobra.Command{Use: "update OPERATOR [SPEC]", Short: "Replace a stateless operator's logic (SPEC: its entry, e.g. 'filter: value < 500')",
-		Args: cobra.RangeArgs(1, 2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErr(errors.New("update: expected OPERATOR and its new entry SPEC, or OPERATOR -f FILE (streamd ctl ADDR update OPERATOR [SPEC])" + notArgs(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var body []byte
 			switch {
@@ -188,6 +204,23 @@ func ctlCommands(addr, long string) *cobra.Command {
 	up.Flags().StringVarP(&specFile, "file", "f", "", "read the operator's entry (YAML or JSON) from this file (- for standard input)")
 	root.AddCommand(up)
 	return top
+}
+
+// noArgs refuses the arguments of a ctl command that takes none.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErr(fmt.Errorf("%s: takes no arguments, not %q (streamd ctl ADDR %s --help)", cmd.Name(), strings.Join(args, " "), cmd.Name()))
+	}
+	return nil
+}
+
+// notArgs is ", not N arguments" for a command given too many, "" for
+// one given none.
+func notArgs(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", not %d arguments", len(args))
 }
 
 // ctlSend posts command to the endpoint at addr and prints the answer;
@@ -228,6 +261,12 @@ func ctlSend(out io.Writer, log *slog.Logger, addr, token string, timeout time.D
 		json.Unmarshal(data, &r)
 		if r.Error == "" {
 			r.Error = resp.Status
+		}
+		// The endpoint's errors mostly name the command already
+		// ("rebalance: target …", "update win: …", "checkpoint 4 timed
+		// out"): name it once.
+		if rest, ok := strings.CutPrefix(r.Error, command); ok && (strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, " ")) {
+			return jobErr(errors.New(r.Error))
 		}
 		return jobErr(fmt.Errorf("%s: %s", command, r.Error))
 	}
