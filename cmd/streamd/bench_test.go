@@ -65,6 +65,20 @@ func TestBenchUsage(t *testing.T) {
 			t.Fatalf("%v: exit %d, want 2", args, code)
 		}
 	}
+	// The workloads are listed by name, comma-separated.
+	names := strings.Join(perf.Names(), ", ")
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"bench"}, "streamd: bench: expected a workload, one of " + names + " (streamd bench WORKLOAD; streamd bench --list says what each runs)\n"},
+		{[]string{"bench", "a", "b"}, "streamd: bench: expected a workload, one of " + names + " (streamd bench WORKLOAD; streamd bench --list says what each runs), not 2 arguments\n"},
+		{[]string{"bench", "nope"}, "streamd: bench: no workload \"nope\" (have: " + names + ")\n"},
+	} {
+		if code, _, stderr := cli(t, c.args...); code != 2 || stderr != c.stderr || !strings.Contains(stderr, "elastic, flights") {
+			t.Errorf("streamd %s: exit %d, stderr %q; want 2, %q", strings.Join(c.args, " "), code, stderr, c.stderr)
+		}
+	}
 }
 
 // ring is a closed-loop transfer benchmark: --rate is refused (exit 2)
