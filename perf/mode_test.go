@@ -37,7 +37,7 @@ func TestMode(t *testing.T) {
 func TestModeLine(t *testing.T) {
 	var b bytes.Buffer
 	r := &Result{Workload: "elastic", Mode: "open loop, steps 1000 → 4000 → 1000 records/s at 0s, 1s, 2s",
-		Options: Options{Rate: 1000}, Interrupted: true, TimeUp: true}
+		Options: Options{Rate: 1000}, TimeUp: true}
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestModeLine(t *testing.T) {
 	}
 	// Stopped by a signal, not by --duration.
 	b.Reset()
-	r.TimeUp = false
+	r.TimeUp, r.Interrupted = false, true
 	r.WriteTable(&b)
 	if want := "records/s at 0s, 1s, 2s (interrupted)\n"; !strings.Contains(b.String(), want) {
 		t.Fatalf("table lacks %q:\n%s", want, b.String())

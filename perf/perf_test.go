@@ -163,7 +163,7 @@ func TestPipelineRegion(t *testing.T) {
 // TestPipelineOpenLoopTimed: open loop, unbounded, stopped by Duration.
 func TestPipelineOpenLoopTimed(t *testing.T) {
 	res := run(t, "pipeline", Options{Rate: 200_000, Duration: 400 * time.Millisecond})
-	if !res.Interrupted || !res.TimeUp {
+	if res.Interrupted || !res.TimeUp {
 		t.Fatalf("a timed run of an unbounded source should end by time: interrupted %v, time up %v", res.Interrupted, res.TimeUp)
 	}
 	// About 80,000 records are due in 400 ms: the schedule bounds them; a
@@ -229,8 +229,8 @@ func TestFlights(t *testing.T) {
 
 func TestElastic(t *testing.T) {
 	res := run(t, "elastic", Options{Duration: 600 * time.Millisecond, Rate: 100_000})
-	if !res.Interrupted || res.RecordsIn == 0 || res.RecordsOut == 0 || res.Latency.Count != res.RecordsOut {
-		t.Fatalf("interrupted %v, %d records in, %d out, %d latencies", res.Interrupted, res.RecordsIn, res.RecordsOut, res.Latency.Count)
+	if !res.TimeUp || res.Interrupted || res.RecordsIn == 0 || res.RecordsOut == 0 || res.Latency.Count != res.RecordsOut {
+		t.Fatalf("time up %v, interrupted %v, %d records in, %d out, %d latencies", res.TimeUp, res.Interrupted, res.RecordsIn, res.RecordsOut, res.Latency.Count)
 	}
 }
 

@@ -52,8 +52,9 @@ type Result struct {
 	CPUSeconds           float64
 	CoresUsed            float64
 	RecordsPerSecPerCore float64
-	// Interrupted: the run was stopped by its context (Duration or
-	// Ctrl-C) before its source ended; TimeUp: by Duration.
+	// Interrupted: the run was stopped by the caller's context (Ctrl-C
+	// in streamd bench) before its source ended; TimeUp: by Duration. At
+	// most one of them is true; neither when the source ended.
 	Interrupted bool
 	TimeUp      bool `json:",omitempty"`
 	Latency     Latency
@@ -150,7 +151,8 @@ func Run(w Workload, opt Options) (*Result, error) {
 
 // RunContext builds w's job, runs it until its source ends, opt.Duration
 // passes (if > 0) or ctx is done, and returns what it measured. A run cut
-// short by opt.Duration or ctx is a normal end (Result.Interrupted); any
+// short by opt.Duration (Result.TimeUp) or ctx (Result.Interrupted) is a
+// normal end; any
 // other job error is returned with the partial result.
 func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	if opt.Log == nil {
@@ -224,7 +226,8 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	res.Throughput = <-samplerDone
 
 	if errors.Is(err, runtime.ErrInterrupted) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		res.Interrupted, res.TimeUp, err = true, errors.Is(ctx.Err(), context.DeadlineExceeded), nil
+		res.TimeUp = errors.Is(ctx.Err(), context.DeadlineExceeded)
+		res.Interrupted, err = !res.TimeUp, nil
 	}
 	if rep != nil {
 		res.RecordsIn, res.RecordsOut, res.Rescales = rep.RecordsIn, rep.RecordsOut, rep.Rescales

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ func Lookup(name string) (Workload, error) {
 	defer mu.Unlock()
 	w, ok := workloads[name]
 	if !ok {
-		return Workload{}, fmt.Errorf("no workload %q (have: %v)", name, namesLocked())
+		return Workload{}, fmt.Errorf("no workload %q (have: %s)", name, strings.Join(namesLocked(), ", "))
 	}
 	return w, nil
 }

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"streamd/core/source"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -58,7 +59,7 @@ without --count then runs until Ctrl-C. elastic spreads its rate steps over
 			if fl.list {
 				return cobra.NoArgs(cmd, args)
 			}
-			return cobra.ExactArgs(1)(cmd, args)
+			return oneArg("bench: expected a workload, one of "+strings.Join(perf.Names(), ", ")+" (streamd bench WORKLOAD; streamd bench --list says what each runs)")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if fl.list {
@@ -99,7 +100,7 @@ func listWorkloads(w io.Writer) error {
 func runBench(ctx context.Context, name string, fl benchFlags, stdout, stderr io.Writer) error {
 	w, err := perf.Lookup(name)
 	if err != nil {
-		return usageErr(err)
+		return usageErr(fmt.Errorf("bench: %w", err))
 	}
 	if fl.duration < 0 || fl.rate < 0 || fl.count < 0 || fl.channels < 0 {
 		return usageErr(errors.New("--duration, --rate, --count and --channels must not be negative"))

@@ -65,6 +65,20 @@ func TestBenchUsage(t *testing.T) {
 			t.Fatalf("%v: exit %d, want 2", args, code)
 		}
 	}
+	// The workloads are listed by name, comma-separated.
+	names := strings.Join(perf.Names(), ", ")
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"bench"}, "streamd: bench: expected a workload, one of " + names + " (streamd bench WORKLOAD; streamd bench --list says what each runs)\n"},
+		{[]string{"bench", "a", "b"}, "streamd: bench: expected a workload, one of " + names + " (streamd bench WORKLOAD; streamd bench --list says what each runs), not 2 arguments\n"},
+		{[]string{"bench", "nope"}, "streamd: bench: no workload \"nope\" (have: " + names + ")\n"},
+	} {
+		if code, _, stderr := cli(t, c.args...); code != 2 || stderr != c.stderr || !strings.Contains(stderr, "elastic, flights") {
+			t.Errorf("streamd %s: exit %d, stderr %q; want 2, %q", strings.Join(c.args, " "), code, stderr, c.stderr)
+		}
+	}
 }
 
 // ring is a closed-loop transfer benchmark: --rate is refused (exit 2)
@@ -102,9 +116,10 @@ func TestBenchElasticMode(t *testing.T) {
 	if want := "mode " + mode + " (stopped by time)"; line != want {
 		t.Fatalf("mode line %q, want %q:\n%s", line, want, out)
 	}
+	// Stopped by --duration: out of time, not interrupted (Ctrl-C).
 	r := readReport(t, dir)
-	if r.Mode != mode || r.Options.Rate != 20000 {
-		t.Fatalf("report: mode %q, rate %g", r.Mode, r.Options.Rate)
+	if r.Mode != mode || r.Options.Rate != 20000 || !r.TimeUp || r.Interrupted {
+		t.Fatalf("report: mode %q, rate %g, time up %v, interrupted %v", r.Mode, r.Options.Rate, r.TimeUp, r.Interrupted)
 	}
 }
 

@@ -40,6 +40,18 @@ const exitStopped = 3
 
 func jobErr(err error) error { return &exitError{code: 1, err: err} }
 
+// oneArg is the argument check of a command that takes exactly one
+// argument: without it, or with more, the usage error says what it
+// expects (with ", not N arguments" when there are more).
+func oneArg(expect string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErr(errors.New(expect + notArgs(args)))
+		}
+		return nil
+	}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }

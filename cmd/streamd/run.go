@@ -53,7 +53,7 @@ func newRunCmd(lf *logFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run job.yaml",
 		Short: "Run a job",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("run: expected a job file (streamd run JOB.yaml)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// 0 (auto) is the job file's default; on the command line a
 			// count is given, so the range starts at 1.

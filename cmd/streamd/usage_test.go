@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,10 +103,23 @@ func TestUsageErrors(t *testing.T) {
 			"streamd: checkpoints inspect: " + ck + " is a checkpoint directory holding 2 checkpoint(s), not one checkpoint: pass one of its chk-… entries (the newest is " + chk + "), or see streamd checkpoints list " + ck + "\n"},
 		{"restore the checkpoint directory", []string{"run", fresh, "--restore", ck}, 2,
 			"streamd: --restore: " + ck + " is a checkpoint directory holding 2 checkpoint(s)…"},
+		{"run without a job file", []string{"run"}, 2, "streamd: run: expected a job file (streamd run JOB.yaml)\n"},
+		{"run with two job files", []string{"run", keyed, keyed}, 2, "streamd: run: expected a job file (streamd run JOB.yaml), not 2 arguments\n"},
+		{"validate without a job file", []string{"validate"}, 2, "streamd: validate: expected a job file (streamd validate JOB.yaml)\n"},
 		{"ctl with a command where ADDR belongs", []string{"ctl", "scale", "3"}, 2,
 			"streamd: ctl: expected ADDR before scale (the job's --control-addr: streamd ctl ADDR scale …)\n"},
 		{"ctl with an address and no command", []string{"ctl", "127.0.0.1:1"}, 2,
 			"streamd: ctl: expected a command after ADDR (one of status, scale, rebalance, pause-controller, resume-controller, checkpoint, stop, update)\n"},
+		{"ctl with an unknown command", []string{"ctl", "127.0.0.1:1", "bogus"}, 2,
+			"streamd: ctl: unknown command \"bogus\" (expected one of status, scale, rebalance, pause-controller, resume-controller, checkpoint, stop, update)\n"},
+		{"ctl scale without N", []string{"ctl", "127.0.0.1:1", "scale"}, 2,
+			"streamd: scale: expected the channel count N (streamd ctl ADDR scale N)\n"},
+		{"ctl scale with two arguments", []string{"ctl", "127.0.0.1:1", "scale", "1", "2"}, 2,
+			"streamd: scale: expected the channel count N (streamd ctl ADDR scale N), not 2 arguments\n"},
+		{"ctl update without an operator", []string{"ctl", "127.0.0.1:1", "update"}, 2,
+			"streamd: update: expected OPERATOR and its new entry SPEC, or OPERATOR -f FILE (streamd ctl ADDR update OPERATOR [SPEC])\n"},
+		{"ctl status with an argument", []string{"ctl", "127.0.0.1:1", "status", "x"}, 2,
+			"streamd: status: takes no arguments, not \"x\" (streamd ctl ADDR status --help)\n"},
 		{"restore latest without a checkpoint", []string{"run", fresh, "--restore", "latest"}, 2,
 			"streamd: --restore latest: no checkpoint in " + freshCk + " to resume from; run without --restore to start afresh\n"},
 	} {
@@ -121,6 +136,10 @@ func TestUsageErrors(t *testing.T) {
 		if code, out, _ := cli(t, args...); code != 0 || !strings.Contains(out, "\n  streamd ctl ADDR scale N [flags]\n") {
 			t.Errorf("streamd %s: exit %d, %q", strings.Join(args, " "), code, out)
 		}
+	}
+	// The help of ctl ADDR names its -h as ctl's, not the address's.
+	if code, out, _ := cli(t, "ctl", "127.0.0.1:7450", "--help"); code != 0 || !strings.Contains(out, "help for ctl ADDR\n") || strings.Contains(out, "help for 127") {
+		t.Errorf("streamd ctl 127.0.0.1:7450 --help: exit %d, %q", code, out)
 	}
 	if code, out, _ := cli(t, "checkpoints", "inspect", chk); code != 0 || !strings.HasPrefix(out, "checkpoint 2 ") {
 		t.Errorf("inspect %s: exit %d, %q", chk, code, out)
@@ -233,5 +252,70 @@ func TestValidateLeavesStdinAlone(t *testing.T) {
 	rest, err := io.ReadAll(f)
 	if err != nil || string(rest) != "k,v\na,1\n" {
 		t.Fatalf("standard input after validate: %q, %v", rest, err)
+	}
+}
+
+// The global flags (--log-level, -v) are taken before ctl, between ctl
+// and ADDR, and after the command, and chosen as for every command: at
+// info, ctl logs the answer.
+func TestCtlGlobalFlags(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Write([]byte(`{"ok": true}`))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	for _, c := range []struct {
+		args []string
+		code int
+		log  bool // an info line on standard error
+	}{
+		{[]string{"ctl", addr, "scale", "1"}, 0, false},
+		{[]string{"-v", "ctl", addr, "scale", "1"}, 0, true},
+		{[]string{"--log-level", "info", "ctl", addr, "scale", "1"}, 0, true},
+		{[]string{"ctl", "-v", addr, "status"}, 0, true},
+		{[]string{"ctl", "--log-level", "info", addr, "status"}, 0, true},
+		{[]string{"ctl", "--log-level=info", "--token", "x", addr, "status"}, 0, true},
+		{[]string{"ctl", addr, "status", "-v"}, 0, true},
+		{[]string{"ctl", addr, "rebalance", "--log-level", "error"}, 0, false},
+		{[]string{"ctl", addr, "status", "--log-level", "loud"}, 2, false},
+		{[]string{"-v", "ctl", addr, "status", "--log-level", "error"}, 2, false},
+	} {
+		code, out, stderr := cli(t, c.args...)
+		logged := strings.Contains(stderr, "level=INFO msg=\"control answer\"")
+		if code != c.code || logged != c.log || (code == 0 && out != "{\n  \"ok\": true\n}\n") {
+			t.Errorf("streamd %s: exit %d, stdout %q, stderr %q; want exit %d, info line %v", strings.Join(c.args, " "), code, out, stderr, c.code, c.log)
+		}
+	}
+}
+
+// ctl names the command once in the endpoint's errors, which mostly name
+// it already.
+func TestCtlErrorPrefix(t *testing.T) {
+	var answer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	for _, c := range []struct {
+		args        []string
+		error, want string
+	}{
+		{[]string{"rebalance", "--target", "0.5"}, "rebalance: target 0.5 is a skew", "rebalance: target 0.5 is a skew"},
+		{[]string{"update", "win", "filter: x"}, "update win: refused", "update win: refused"},
+		{[]string{"checkpoint"}, "checkpoint 4 timed out after 1m0s", "checkpoint 4 timed out after 1m0s"},
+		{[]string{"status"}, "the job is not running", "status: the job is not running"},
+		{[]string{"stop"}, "stopped already", "stop: stopped already"},
+		{[]string{"scale", "2"}, "", "scale: 409 Conflict"},
+	} {
+		answer = `{"error": "` + c.error + `"}`
+		if c.error == "" {
+			answer = `{}`
+		}
+		args := append([]string{"ctl", addr}, c.args...)
+		if code, _, stderr := cli(t, args...); code != 1 || stderr != "streamd: "+c.want+"\n" {
+			t.Errorf("streamd %s: exit %d, stderr %q; want 1, %q", strings.Join(args, " "), code, stderr, "streamd: "+c.want+"\n")
+		}
 	}
 }

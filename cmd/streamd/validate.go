@@ -12,7 +12,7 @@ func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate job.yaml",
 		Short: "Check a job file: keys, types, fields, expressions, inputs",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("validate: expected a job file (streamd validate JOB.yaml)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := jobfile.Load(args[0])
 			if err != nil {

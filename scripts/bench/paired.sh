@@ -17,7 +17,8 @@
 #               prints each build's checkpoint cost (CPU with ÷ without)
 #   pipeline:N  streamd bench pipeline --count PIPE_COUNT (default 10 M)
 # and, after the cells, LATENCY_ROUNDS (default 3) rounds of
-# scripts/bench.sh latency-half per build: reported, not gated (noisy on small VMs).
+# scripts/bench.sh latency-half per build: reported, not gated (noisy on small
+# VMs); LATENCY_ROUNDS=0 skips them.
 #
 # Ratios below 1 mean the current tree is faster. On a shared machine quote
 # the median and look at the spread; a ratio whose pairs straddle 1 is noise.
@@ -25,10 +26,33 @@
 # prebuilt binaries instead of building.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-base="${1:?usage: scripts/bench.sh paired BASE [pairs]}"
+usage="usage: scripts/bench.sh paired BASE [pairs=8]   (BASE a commit; CELLS, LATENCY_ROUNDS, KEEP, BASE_BIN, CUR_BIN: see the header of scripts/bench/paired.sh)"
+fail() { echo "scripts/bench.sh paired: $*" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || { echo "$usage" >&2; exit 2; }
+base="$1"
 pairs="${2:-8}"
 cells="${CELLS:-flights:1 flights:2 flights:4 flights:default q5:1 q5:2 q5:4 q5:default keyed:1 keyed:2 keyed:4 keyed:default keyed1m:1 keyed1m:2 keyed1m:4 keyed1m:default keyed1mck:default pipeline:1 pipeline:2 pipeline:4 pipeline:default}"
 data="$(cd "$data" 2>/dev/null && pwd || echo "$data")"
+
+# Everything is checked before anything is built.
+git -C "$root" rev-parse -q --verify "$base^{commit}" >/dev/null || fail "BASE $base is not a commit of this repository"
+[[ "$pairs" =~ ^[0-9]+$ ]] && [ "$pairs" -ge 1 ] || fail "pairs must be a whole number ≥ 1, not $pairs"
+rounds="${LATENCY_ROUNDS:-3}"
+[[ "$rounds" =~ ^[0-9]+$ ]] || fail "LATENCY_ROUNDS must be a whole number (0 skips the latency rounds), not $rounds"
+kinds="flights q5 keyed keyed1m keyed1mck pipeline"
+[ -n "${cells// /}" ] || fail "CELLS is empty (expected KIND:N or KIND:default, KIND one of ${kinds// /, })"
+for cell in $cells; do
+  kind="${cell%%:*}" n="${cell#*:}"
+  [[ " $kinds " == *" $kind "* ]] || fail "unknown cell kind $kind in CELLS (expected KIND:N or KIND:default, KIND one of ${kinds// /, })"
+  [ "$kind" != "$cell" ] || fail "cell $cell in CELLS: expected $cell:N or $cell:default (N the channel count)"
+  [ "$n" = default ] || [[ "$n" =~ ^[1-9][0-9]*$ ]] || fail "cell $cell: the channel count must be a whole number ≥ 1 or default, not $n"
+  if [ "$kind" = flights ] && [ ! -f "$data/flights-3m.parquet" ]; then
+    fail "cell $cell needs $data/flights-3m.parquet (set STREAMD_DATA to the directory holding it; scripts/fetch-data.sh fetches it)"
+  fi
+done
+for b in "${BASE_BIN:-}" "${CUR_BIN:-}"; do
+  [ -z "$b" ] || [ -x "$b" ] || fail "$b (BASE_BIN or CUR_BIN) is not an executable file"
+done
 workdir
 [ -n "${KEEP:-}" ] && mkdir -p "$KEEP"
 
@@ -116,7 +140,6 @@ for c in $cells; do
     'BEGIN { printf "checkpoint cost A relative to B (%s), from the paired CPU ratios: (1 + cost A) / (1 + cost B) = %.3f / %.3f = %.3f\n", c, w, o, w / o }'
 done
 
-rounds="${LATENCY_ROUNDS:-3}"
 if [ "$rounds" -gt 0 ]; then
   echo; echo "latency at half the maximum rate (pipeline; reported, not gated):"
   for s in A B; do
