@@ -61,3 +61,37 @@ sink:
 		t.Errorf("truncated: exit %d, %q", code, stderr)
 	}
 }
+
+// A Parquet file's bytes do not depend on the channel count, the source
+// workers or checkpoints (whose barriers cut the output into parts): the
+// merger's batches, which follow them and the timing, do not decide where
+// the file's pages end.
+func TestParquetIndependentOfChannels(t *testing.T) {
+	dir := t.TempDir()
+	job := filepath.Join(dir, "job.yaml")
+	text := `source: {generator: {count: 200000, keys: 1000, seed: 3}}
+region: {channels: 2, key_by: [key], ops: [{filter: value > 100}]}
+sink: {parquet: {path: out.parquet}}
+`
+	writeTestFile(t, job, text)
+	ckJob := filepath.Join(dir, "ck.yaml")
+	writeTestFile(t, ckJob, strings.Replace(text, "sink:", "checkpoint: {dir: ck, interval: 10ms}\nsink:", 1))
+	var ref []byte
+	for _, args := range [][]string{
+		{job, "--channels", "1"}, {job, "--channels", "2"}, {job, "--channels", "4"},
+		{job, "--source-parallelism", "2"}, {ckJob, "--channels", "3"},
+	} {
+		if code, _, stderr := cli(t, append([]string{"run", "--quiet"}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		out, err := os.ReadFile(filepath.Join(dir, "out.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = out
+		} else if !bytes.Equal(out, ref) {
+			t.Fatalf("%v: the file differs from --channels 1's (%d and %d bytes)", args, len(out), len(ref))
+		}
+	}
+}

@@ -57,7 +57,9 @@ func ParquetCodec(name string) (compress.Codec, error) {
 // column whose nulls are Parquet nulls, the others are required. Rows are
 // cut into row groups of opts.RowGroupRows, so the file depends on the
 // records alone: the same records give the same bytes whatever the batch
-// sizes, channels or workers.
+// sizes, channels or workers: every call into the Parquet writer covers
+// rows at fixed positions of the file (see rowChunker), and the writer
+// cuts pages only at its calls' boundaries.
 //
 // Like the text file sinks, it writes a temporary file in the
 // destination's directory and renames it when Close has written the
@@ -81,10 +83,11 @@ type parquetSink struct {
 	state  state
 	err    error
 
-	file *atomicFile     // the final file's temporary file (not in epochs)
-	w    *parquet.Writer // writes to file, or to the epoch's part
-	rows []parquet.Row   // reused: one batch's rows
-	vals []parquet.Value // their values, width per row
+	file   *atomicFile     // the final file's temporary file (not in epochs)
+	w      *parquet.Writer // writes to file, or to the epoch's part
+	chunks rowChunker      // writes to w
+	rows   []parquet.Row   // reused: one batch's rows
+	vals   []parquet.Value // their values, width per row
 
 	// Exactly-once mode (OpenEpochs): epochs is set, and the epoch's part
 	// is opened on its first row.
@@ -162,6 +165,7 @@ func (s *parquetSink) Open(schema *core.Schema) error {
 		return s.fail(err)
 	}
 	s.file, s.w = f, s.newWriter(f)
+	s.chunks.reset(s.w, s.width)
 	s.state = opened
 	return nil
 }
@@ -240,10 +244,11 @@ func (s *parquetSink) Write(b *core.Batch) error {
 		}
 		rows[r] = row
 	}
-	if _, err := s.w.WriteRows(rows); err != nil {
+	err := s.chunks.write(rows)
+	clear(s.vals[:n*s.width]) // drop the references to the batch's strings
+	if err != nil {
 		return s.fail(err)
 	}
-	clear(s.vals[:n*s.width]) // drop the references to the batch's strings
 	return nil
 }
 
@@ -262,6 +267,7 @@ func (s *parquetSink) openPart() error {
 		return n, err
 	})
 	s.w = s.newWriter(s.part)
+	s.chunks.reset(s.w, s.width)
 	return nil
 }
 
@@ -272,7 +278,10 @@ func (s *parquetSink) closePart() error {
 	if ep.part == nil {
 		return nil
 	}
-	err := s.w.Close()
+	err := s.chunks.flush()
+	if err == nil {
+		err = s.w.Close()
+	}
 	s.w = nil
 	if err == nil {
 		err = ep.part.Sync()
@@ -343,6 +352,9 @@ func (s *parquetSink) Close() error {
 		}
 	} else {
 		if err == nil {
+			err = s.chunks.flush()
+		}
+		if err == nil {
 			err = s.w.Close()
 		}
 		if err != nil {
@@ -351,7 +363,7 @@ func (s *parquetSink) Close() error {
 			err = s.file.commit()
 		}
 	}
-	s.w, s.rows, s.vals = nil, nil, nil
+	s.w, s.chunks, s.rows, s.vals = nil, rowChunker{}, nil, nil
 	if err != nil {
 		return s.fail(err)
 	}
@@ -359,19 +371,31 @@ func (s *parquetSink) Close() error {
 }
 
 // finishEpochs closes the last part and writes every part's rows, in
-// epoch order, into the final file.
+// epoch order, into the final file, through a chunker at the final file's
+// row positions: its writer's calls are those of a run without
+// checkpoints, wherever the barriers fell.
 func (s *parquetSink) finishEpochs() error {
 	if err := s.closePart(); err != nil {
 		return err
 	}
 	return s.epochs.combine(s.path, func(f *atomicFile) (func(string) error, func() error) {
 		w := s.newWriter(f)
-		return func(name string) error { return copyParquetRows(w, name) }, w.Close
+		s.chunks.reset(w, s.width)
+		buf := make([]parquet.Row, parquetChunkRows)
+		add := func(name string) error { return copyParquetRows(&s.chunks, buf, name) }
+		end := func() error {
+			if err := s.chunks.flush(); err != nil {
+				return err
+			}
+			return w.Close()
+		}
+		return add, end
 	})
 }
 
-// copyParquetRows appends the rows of the Parquet file name to w.
-func copyParquetRows(w *parquet.Writer, name string) error {
+// copyParquetRows appends the rows of the Parquet file name to c, read
+// into buf (reused; its rows' values are valid until the next read).
+func copyParquetRows(c *rowChunker, buf []parquet.Row, name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -387,7 +411,7 @@ func copyParquetRows(w *parquet.Writer, name string) error {
 	}
 	for _, rg := range pf.RowGroups() {
 		rows := rg.Rows()
-		_, err := parquet.CopyRows(w, rows)
+		err := copyRows(c, buf, rows)
 		if cerr := rows.Close(); err == nil {
 			err = cerr
 		}
@@ -396,6 +420,118 @@ func copyParquetRows(w *parquet.Writer, name string) error {
 		}
 	}
 	return nil
+}
+
+// copyRows writes every row of rows to c, read len(buf) at a time.
+func copyRows(c *rowChunker, buf []parquet.Row, rows parquet.Rows) error {
+	for {
+		n, err := rows.ReadRows(buf)
+		if n > 0 {
+			if werr := c.write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// parquetChunkRows is the chunk size of rowChunker: 64 rows, a divisor
+// of DefaultRowGroupRows (no chunk of a default row group straddles two
+// row groups) and the slice the Parquet writer cuts every call into
+// anyway, so chunks this small cost no extra calls into its columns,
+// while a batch copies at most 2 × 63 of its rows into the carry.
+const parquetChunkRows = 64
+
+// rowChunker writes rows to a Parquet writer in chunks at fixed positions
+// of the file: each WriteRows call covers rows [i·K, (i+1)·K) of the
+// file's row index (K = parquetChunkRows), and flush writes the last,
+// shorter chunk. The writer decides whether to cut a page after each call
+// (and after each fixed-size slice of a call), so with calls at fixed
+// positions the pages, hence the file's bytes, depend on the rows alone,
+// not on how the caller batched them.
+//
+// The rows given to write are borrowed: a full chunk is written from them
+// without a copy; the rest, a partial chunk, is copied into carry, the
+// bytes of its byte-array values into arena, both reused (no allocation
+// per row once they have grown to a chunk's size). Used by one goroutine.
+type rowChunker struct {
+	w     *parquet.Writer
+	width int             // values per row (the schema's width)
+	carry []parquet.Row   // the partial chunk: fewer than K rows, in vals
+	vals  []parquet.Value // carry's values, width per row, K rows
+	arena []byte          // the bytes of carry's byte-array values
+}
+
+// reset points c at w, a writer at the start of its file; c's carry must
+// be empty (flushed). Keeps c's buffers.
+func (c *rowChunker) reset(w *parquet.Writer, width int) {
+	c.w, c.width = w, width
+	if len(c.vals) != parquetChunkRows*width {
+		c.carry = make([]parquet.Row, 0, parquetChunkRows)
+		c.vals = make([]parquet.Value, parquetChunkRows*width)
+	}
+}
+
+// write appends rows (borrowed: not used after it returns).
+func (c *rowChunker) write(rows []parquet.Row) error {
+	const k = parquetChunkRows
+	if n := len(c.carry); n > 0 {
+		take := min(k-n, len(rows))
+		c.keep(rows[:take])
+		rows = rows[take:]
+		if len(c.carry) < k {
+			return nil
+		}
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	full := len(rows) - len(rows)%k
+	for i := 0; i < full; i += k {
+		if _, err := c.w.WriteRows(rows[i : i+k]); err != nil {
+			return err
+		}
+	}
+	c.keep(rows[full:])
+	return nil
+}
+
+// keep copies rows into the carry; there is room for them.
+func (c *rowChunker) keep(rows []parquet.Row) {
+	w := c.width
+	for _, row := range rows {
+		i := len(c.carry)
+		dst := append(c.vals[i*w:i*w:(i+1)*w], row...)
+		for j, v := range dst {
+			if v.Kind() != parquet.ByteArray || v.IsNull() {
+				continue
+			}
+			off := len(c.arena)
+			c.arena = append(c.arena, v.ByteArray()...)
+			// An earlier value keeps the arena's old array alive if the
+			// append moved it.
+			dst[j] = parquet.ByteArrayValue(c.arena[off:len(c.arena):len(c.arena)]).
+				Level(v.RepetitionLevel(), v.DefinitionLevel(), v.Column())
+		}
+		c.carry = append(c.carry, dst)
+	}
+}
+
+// flush writes the carry: the last chunk of an epoch's part at its
+// barrier, or of the file at the end.
+func (c *rowChunker) flush() error {
+	if len(c.carry) == 0 {
+		return nil
+	}
+	_, err := c.w.WriteRows(c.carry)
+	clear(c.vals[:len(c.carry)*c.width])
+	c.carry, c.arena = c.carry[:0], c.arena[:0]
+	return err
 }
 
 // Abort removes the temporary file, or the open part (parts made durable
@@ -409,7 +545,7 @@ func (s *parquetSink) Abort() {
 		s.file.abort()
 	}
 	s.epochs.dropOpen()
-	s.w, s.rows, s.vals = nil, nil, nil
+	s.w, s.chunks, s.rows, s.vals = nil, rowChunker{}, nil, nil
 }
 
 // orderedGroup is a Parquet group whose fields keep the order given

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
 	pqformat "github.com/parquet-go/parquet-go/format"
@@ -208,6 +210,150 @@ func TestParquetEpochsExactlyOnce(t *testing.T) {
 	}
 }
 
+// pageRecords returns n records whose strings vary in content and
+// length: at n = 200,000 every column fills several pages.
+func pageRecords(n int) []rec {
+	rs := manyRecords(n)
+	for j := range rs {
+		rs[j].s = fmt.Sprintf("%s-%d", rs[j].s, j*j%99991)
+	}
+	return rs
+}
+
+// writeSplit writes rs to k (opened) in batches of the sizes next
+// returns, cut at the row counts in barriers, after which it calls
+// k.Barrier (k is then a core.EpochSink) with epochs 1, 2, …. A batch is
+// borrowed: the strings of each are in one buffer the next batch
+// overwrites, as a batch's memory is reused once Write has returned.
+func writeSplit(t *testing.T, k core.Sink, rs []rec, next func() int, barriers []int) {
+	t.Helper()
+	var buf []byte
+	epoch := uint64(0)
+	for done := 0; done < len(rs) || len(barriers) > 0; {
+		for len(barriers) > 0 && barriers[0] == done {
+			epoch++
+			if err := k.(core.EpochSink).Barrier(epoch); err != nil {
+				t.Fatal(err)
+			}
+			barriers = barriers[1:]
+		}
+		if done == len(rs) {
+			break
+		}
+		end := min(done+max(next(), 1), len(rs))
+		if len(barriers) > 0 {
+			end = min(end, barriers[0])
+		}
+		buf = buf[:0]
+		for _, r := range rs[done:end] {
+			buf = append(buf, r.s...)
+		}
+		b := core.NewBatch(schema)
+		off := 0
+		for _, r := range rs[done:end] {
+			str := unsafe.String(unsafe.SliceData(buf[off:]), len(r.s))
+			off += len(r.s)
+			row := b.Append(0, 0, core.NoTime, 0)
+			row[0], row[1], row[2], row[3], row[4] = core.StringValue(str), core.IntValue(r.i), core.FloatValue(r.f), core.BoolValue(r.b), core.TimeValue(r.t)
+		}
+		if err := k.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		for j := range buf {
+			buf[j] = '#' // the batch's memory is gone
+		}
+		done = end
+	}
+}
+
+// The same records give the same bytes however they are cut into
+// batches (one batch, one per record, fixed and random sizes), and in
+// exactly-once mode wherever the barriers fall: with rows enough for
+// several pages per column, the pages do not follow the batches. The
+// rows are cut into row groups of exactly DefaultRowGroupRows.
+func TestParquetBatchSplits(t *testing.T) {
+	dir := t.TempDir()
+	rs := pageRecords(200_000)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	plain := func(name string, next func() int) []byte {
+		p := filepath.Join(dir, name+".parquet")
+		k := Parquet(p, ParquetOptions{})
+		if err := k.Open(schema); err != nil {
+			t.Fatal(err)
+		}
+		writeSplit(t, k, rs, next, nil)
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return readBytes(t, p)
+	}
+	epochs := func(name string, next func() int, barriers []int) []byte {
+		p := filepath.Join(dir, name+".parquet")
+		k := Parquet(p, ParquetOptions{}).(core.EpochSink)
+		if err := k.OpenEpochs(schema, 0); err != nil {
+			t.Fatal(err)
+		}
+		writeSplit(t, k, rs, next, barriers)
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return readBytes(t, p)
+	}
+	fixed := func(n int) func() int { return func() int { return n } }
+	random := func(hi int) func() int { return func() int { return 1 + rnd.IntN(hi) } }
+
+	ref := plain("one-batch", fixed(len(rs)))
+	f, err := parquet.OpenFile(bytes.NewReader(ref), int64(len(ref)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, rg := range f.RowGroups() {
+		sizes = append(sizes, rg.NumRows())
+	}
+	if len(sizes) != 2 || sizes[0] != DefaultRowGroupRows || sizes[1] != int64(len(rs))-DefaultRowGroupRows {
+		t.Fatalf("row groups %v, want [%d %d]", sizes, DefaultRowGroupRows, len(rs)-DefaultRowGroupRows)
+	}
+	for c, cc := range f.RowGroups()[0].ColumnChunks() {
+		oi, err := cc.OffsetIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != 3 && oi.NumPages() < 3 { // b, a bit per row, fits a page
+			t.Fatalf("column %d: %d pages in the first row group, want several", c, oi.NumPages())
+		}
+	}
+	if got := readParquet(t, filepath.Join(dir, "one-batch.parquet")); len(got) != len(rs) || got[0] != rs[0] || got[len(rs)-1] != rs[len(rs)-1] || got[123_457] != rs[123_457] {
+		t.Fatalf("read back %d rows, wrote %d, or they differ", len(got), len(rs))
+	}
+	for _, c := range []struct {
+		name string
+		file func() []byte
+	}{
+		{"one per record", func() []byte { return plain("per-record", fixed(1)) }},
+		{"batches of 7", func() []byte { return plain("seven", fixed(7)) }},
+		{"batches of core.BatchSize", func() []byte { return plain("batch-size", fixed(core.BatchSize)) }},
+		{"random batches up to 3000", func() []byte { return plain("random", random(3000)) }},
+		{"random batches up to 100", func() []byte { return plain("random-small", random(100)) }},
+		{"epochs at odd positions", func() []byte {
+			return epochs("epochs-odd", random(2000), []int{1, 700, 1024, 1025, 1025, 99_999, DefaultRowGroupRows + 1, 199_999, 200_000})
+		}},
+		{"epochs at random positions", func() []byte {
+			var bs []int
+			for at := rnd.IntN(30_000); at < len(rs); at += 1 + rnd.IntN(30_000) {
+				bs = append(bs, at)
+			}
+			return epochs("epochs-random", random(700), bs)
+		}},
+		{"one epoch", func() []byte { return epochs("epochs-one", fixed(core.BatchSize), nil) }},
+	} {
+		if got := c.file(); !bytes.Equal(got, ref) {
+			t.Errorf("%s: the file differs from one batch's (%d and %d bytes)", c.name, len(got), len(ref))
+		}
+	}
+}
+
 // Options are checked at Open.
 func TestParquetOptions(t *testing.T) {
 	dir := t.TempDir()
@@ -232,23 +378,29 @@ func TestParquetOptions(t *testing.T) {
 	}
 }
 
-// Writing a batch allocates nothing per record.
+// Writing a batch allocates nothing per record: batches of
+// core.BatchSize records (whole chunks of the file's rows), and of 509 (a
+// filter's output: every batch leaves a partial chunk to the next).
 func BenchmarkParquetWrite(b *testing.B) {
-	k := Parquet(filepath.Join(b.TempDir(), "b.parquet"), ParquetOptions{})
-	if err := k.Open(schema); err != nil {
-		b.Fatal(err)
+	for _, n := range []int{core.BatchSize, 509} {
+		b.Run(fmt.Sprint("batch-", n), func(b *testing.B) {
+			k := Parquet(filepath.Join(b.TempDir(), "b.parquet"), ParquetOptions{})
+			if err := k.Open(schema); err != nil {
+				b.Fatal(err)
+			}
+			batch := batchOf(schema, manyRecords(n))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := k.Write(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			k.Abort()
+		})
 	}
-	batch := batchOf(schema, manyRecords(core.BatchSize))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := k.Write(batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*core.BatchSize), "ns/record")
-	k.Abort()
 }
 
 // A Nullable field is an optional column: its nulls are Parquet nulls
