@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the fast test tier: the README's test command, what CI
 # runs (.ci/run). Budget: STREAMD_TEST_BUDGET (default 8m, a Go duration);
-# it runs in about 5¼ minutes on a quiet 2-core machine. The long tier,
+# about 5 minutes on a quiet 2-core machine (README, "Tests"). The long tier,
 # with full grids, long crash loops, fuzzing and soak runs, is
 # scripts/test-long.sh.
 #
 # It runs go vet, then every package under the race detector, then the
 # end-to-end tests on the real data (the flights job against sqlite3 on the
-# full 3 M rows at 5 channel counts; the flights and a generator job under
+# full 3 M rows at 4 channel counts; the flights and a generator job under
 # random live channel changes and under kill -9 and restore, on a slice of
 # the flights) without it, where the race detector would only slow them
 # ~5x: the same runtime paths run under -race in core's own tests. Tests

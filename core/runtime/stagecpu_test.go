@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"streamd/core/runtime"
+	"streamd/internal/tier"
 )
 
 // A finished job reports every stage's CPU: the source, each channel and
 // the merger, each with waiting ≤ CPU, and a serial fraction that is the
 // source's and merger's work over the process's CPU less all waiting.
 func TestStageCPUReported(t *testing.T) {
-	recs := genRecords(200_000, 500, 11)
+	recs := genRecords(tier.Pick(50_000, 200_000), 500, 11)
 	for _, n := range []int{1, 3} {
 		job, err := windowJob(recs, n, &memSink{})
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"streamd/core"
+	"streamd/internal/tier"
 )
 
 // textRead is what a text source observably does on one input: its
@@ -168,7 +169,7 @@ func readByBlocks(t testing.TB, open openText, mode core.ErrorMode, m int) (text
 
 // checkTextBlocks checks a text source's blocks against the sequential
 // reader (seq: a source over an io.Reader, never split): under Skip and
-// DeadLetter, the blocks read by 1, 2, 3 or 8 workers give its records,
+// DeadLetter, the blocks read by blockWorkers workers give its records,
 // Pos and dead letters, and Next over blocks gives the same batches as the
 // blocks; under Fail, the same first error.
 func checkTextBlocks(t *testing.T, c textCase) {
@@ -185,7 +186,7 @@ func checkTextBlocks(t *testing.T, c textCase) {
 			} else if d := next.diff(want); d != "" {
 				t.Fatalf("source %d, %v: Next: %s", i, mode, d)
 			}
-			for _, m := range []int{1, 2, 3, 8} {
+			for _, m := range blockWorkers {
 				got, _ := readByBlocks(t, open, mode, m)
 				if mode == core.Fail {
 					if got.err != want.err {
@@ -246,7 +247,16 @@ func jsonlOpeners(t *testing.T, content string, fields []core.Field, sizes []int
 	return c
 }
 
-var blockSizes = []int64{1, 2, 3, 5, 8, 13, 40, 1 << 20}
+// blockSizes are the block sizes, in bytes, the text sources are cut in
+// by the tests that compare them with the sequential reader: 1 puts a
+// threshold at every byte, 1 MiB makes one block. The fast tier leaves out
+// 5 and 13.
+var blockSizes = tier.Pick([]int64{1, 2, 3, 8, 40, 1 << 20}, []int64{1, 2, 3, 5, 8, 13, 40, 1 << 20})
+
+// blockWorkers are the numbers of workers checkTextBlocks reads the
+// blocks with: one reading every block in order, and three taking turns
+// (the fast tier); also 2 and 8 in the long tier.
+var blockWorkers = tier.Pick([]int{1, 3}, []int{1, 2, 3, 8})
 
 // A CSV file with everything that makes block starts hard: quoted fields
 // with newlines and escaped quotes (so at every block size some block
