@@ -349,12 +349,10 @@ func opOf(fn Func, in core.Type) addOp {
 
 // addAll adds row to each aggregate's accumulator (accs[a] for aggs[a]):
 // bound.add for every one, inlined for the common kinds. It returns the
-// first error and the aggregate's index; the others are still added. The
-// loop over the inlined kinds keeps nothing live across a call (the first
-// aggregate of another kind hands the rest to addRest), so it runs in
-// registers.
+// first error and the aggregate's index; the others are still added.
 func addAll(aggs []bound, accs []acc, row []core.Value) (int, error) {
 	accs = accs[:len(aggs)]
+	bad, first := -1, error(nil)
 	for a := range aggs {
 		b, ac := &aggs[a], &accs[a]
 		switch b.op {
@@ -377,18 +375,9 @@ func addAll(aggs []bound, accs []acc, row []core.Value) (int, error) {
 			}
 			ac.n++
 		default:
-			return addRest(aggs, accs, row, a)
-		}
-	}
-	return -1, nil
-}
-
-// addRest is addAll from aggregate a on, by bound.add.
-func addRest(aggs []bound, accs []acc, row []core.Value, a int) (int, error) {
-	bad, first := -1, error(nil)
-	for ; a < len(aggs); a++ {
-		if err := aggs[a].add(&accs[a], row); err != nil && first == nil {
-			bad, first = a, err
+			if err := b.add(ac, row); err != nil && first == nil {
+				bad, first = a, err
+			}
 		}
 	}
 	return bad, first
