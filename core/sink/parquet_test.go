@@ -94,14 +94,7 @@ func TestParquetRoundTrip(t *testing.T) {
 	if !bytes.Equal(a, b) {
 		t.Fatalf("batches of 500 and of 7 gave different files (%d and %d bytes)", len(a), len(b))
 	}
-	f, err := parquet.OpenFile(bytes.NewReader(a), int64(len(a)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sizes []int64
-	for _, rg := range f.RowGroups() {
-		sizes = append(sizes, rg.NumRows())
-	}
+	f, sizes := rowGroupSizes(t, a)
 	if len(sizes) != 3 || sizes[0] != 1000 || sizes[1] != 1000 || sizes[2] != 500 {
 		t.Errorf("row groups %v, want [1000 1000 500]", sizes)
 	}
@@ -304,14 +297,7 @@ func TestParquetBatchSplits(t *testing.T) {
 	random := func(hi int) func() int { return func() int { return 1 + rnd.IntN(hi) } }
 
 	ref := plain("one-batch", fixed(len(rs)))
-	f, err := parquet.OpenFile(bytes.NewReader(ref), int64(len(ref)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sizes []int64
-	for _, rg := range f.RowGroups() {
-		sizes = append(sizes, rg.NumRows())
-	}
+	f, sizes := rowGroupSizes(t, ref)
 	if len(sizes) != 2 || sizes[0] != DefaultRowGroupRows || sizes[1] != int64(len(rs))-DefaultRowGroupRows {
 		t.Fatalf("row groups %v, want [%d %d]", sizes, DefaultRowGroupRows, len(rs)-DefaultRowGroupRows)
 	}
@@ -445,4 +431,19 @@ func TestParquetNullableColumns(t *testing.T) {
 			t.Errorf("row %d: n %v", i, row[2])
 		}
 	}
+}
+
+// rowGroupSizes opens the Parquet file held in data and returns it with
+// the row count of each of its row groups.
+func rowGroupSizes(t *testing.T, data []byte) (*parquet.File, []int64) {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, rg := range f.RowGroups() {
+		sizes = append(sizes, rg.NumRows())
+	}
+	return f, sizes
 }
