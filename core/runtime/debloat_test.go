@@ -311,6 +311,8 @@ func TestExchangeCheckpointAfterEnd(t *testing.T) {
 		return job, src
 	}
 	job, src := build(g, nil)
+	var live atomic.Pointer[runtime.Live]
+	job.OnStart = func(l runtime.Live) { live.Store(&l) }
 	done := make(chan error, 1)
 	go func() { _, err := runtime.Run(context.Background(), job); done <- err }()
 	defer func() {
@@ -332,8 +334,17 @@ func TestExchangeCheckpointAfterEnd(t *testing.T) {
 	// No time passes until the worker has read every block to its end
 	// (channel 0's queue holds it back); then a checkpoint is due, and only
 	// a channel at the end of the input can place it (while a block is
-	// still being read, a due barrier goes inside it).
+	// still being read, a due barrier goes inside it). Channel 0 gets a
+	// batch only while two or more wait in its input, so that one is still
+	// queued when the worker ends: a channel that had taken its last batch
+	// would reach its end (Finish) before the barrier.
+	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
+	l := *live.Load()
 	for src.done.Load() < int64(src.Blocks()) {
+		if ring0(l) < 2 {
+			time.Sleep(100 * time.Microsecond)
+			continue
+		}
 		release()
 	}
 	clock.add(2 * time.Minute)
