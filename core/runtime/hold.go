@@ -28,6 +28,12 @@ import (
 // handoff at a later batch, and the adoptions, including applying the held
 // records (which is work the records needed anyway: counted, to be safe).
 // A channel that cannot hold waits at the marker as before (migrate).
+//
+// What to adopt when, when the hold ends and the pause are decided by the
+// channel's side of the handoff (handoff.Channel, core/runtime/handoff);
+// settle only takes handoffs from the mailbox, calls the operators and
+// records what the machine measured. The per-batch cost while nothing is
+// in transit is the nil check of channelStage.held.
 
 // holding is a step whose key groups the channel gains and its operators
 // hold: the change (for its mailbox) and the channel's side of its
