@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/handoff"
 	"streamd/kvstate"
 	"streamd/kvstate/balance"
 )
@@ -144,9 +145,9 @@ func (gl *groupLoad) serve(insts []instance) {
 }
 
 // moved notes the key groups channel c lost and gained at a reconf.
-func (gl *groupLoad) moved(lost []loss, gained []int) {
+func (gl *groupLoad) moved(lost []handoff.Loss, gained []int) {
 	for _, l := range lost {
-		for _, g := range l.groups {
+		for _, g := range l.Groups {
 			gl.owned[g] = false
 		}
 	}
@@ -450,11 +451,10 @@ func (s *sourceStage) rebalanceStep(table *kvstate.Table) error {
 	r, sp := s.r, s.sp
 	n := len(sp.rings)
 	sp.seq++
-	rc := newReconf(sp.seq, n, n, 2)
-	rc.balance = true
-	rc.plan(sp.table, table)
+	rc := newReconf(sp.seq, n, n, 2, true)
+	rc.moves(sp.table, table)
 	rc.outs = r.mergerOuts
-	rc.synced.Store(time.Now().UnixNano())
+	rc.synced.Store(clock())
 	for c := range n {
 		m := core.NewMarker(core.Reconfig)
 		m.MarkSeq, m.Control = rc.seq, rc

@@ -273,7 +273,7 @@ func (s *channelStage) begin() bool {
 			return false
 		}
 		if s.gl != nil {
-			s.gl.moved(nil, join.gains(c))
+			s.gl.moved(nil, join.plan.Gains(c))
 		}
 	}
 	return true
@@ -289,8 +289,8 @@ func (s *channelStage) reconfig(rc *reconf) (retire bool, err error) {
 	if s.held, err = s.migrate(rc, true); err != nil {
 		return false, err
 	}
-	if s.gl != nil && s.c < len(rc.lose) {
-		s.gl.moved(rc.lose[s.c], rc.gains(s.c))
+	if s.gl != nil {
+		s.gl.moved(rc.plan.Losses(s.c), rc.plan.Gains(s.c))
 	}
 	return s.c >= rc.to, nil
 }

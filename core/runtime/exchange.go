@@ -803,17 +803,16 @@ func (x *exchange) placeChange(n, b int, table *kvstate.Table) error {
 	if table != nil {
 		m = max(1, alive)
 	}
-	rc := newReconf(uint64(b)<<blockSeqBits, from, n, m+1)
+	rc := newReconf(uint64(b)<<blockSeqBits, from, n, m+1, table != nil)
 	rc.watermark = make(chan struct{})
-	rc.balance = table != nil
 	next := &routing{block: b, change: rc}
 	switch {
 	case table != nil:
 		next.table = table
-		rc.plan(last.table, next.table)
+		rc.moves(last.table, next.table)
 	case last.table != nil:
 		next.table = last.table.Resize(n)
-		rc.plan(last.table, next.table)
+		rc.moves(last.table, next.table)
 	}
 	// Workers kept (those of the routing before that have not stopped:
 	// one whose blocks there all lie before b may have), with their rings

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/handoff"
 )
 
 // Holding at a rebalance step (docs/ARCHITECTURE.md, "Rebalancing at the
@@ -27,14 +28,19 @@ import (
 // handoff at a later batch, and the adoptions, including applying the held
 // records (which is work the records needed anyway: counted, to be safe).
 // A channel that cannot hold waits at the marker as before (migrate).
+//
+// What to adopt when, when the hold ends and the pause are decided by the
+// channel's side of the handoff (handoff.Channel, core/runtime/handoff);
+// settle only takes handoffs from the mailbox, calls the operators and
+// records what the machine measured. The per-batch cost while nothing is
+// in transit is the nil check of channelStage.held.
 
-// holding is a step whose key groups channel c gains and its operators
-// hold: the handoffs it still expects and its pause so far.
+// holding is a step whose key groups the channel gains and its operators
+// hold: the change (for its mailbox) and the channel's side of its
+// handoff, which counts what is still in transit and the pause so far.
 type holding struct {
-	rc     *reconf
-	left   int           // handoffs not adopted yet
-	pause  time.Duration // the channel's pause in the step so far
-	waited bool          // a batch had to wait for the handoff
+	rc *reconf
+	m  *handoff.Channel
 }
 
 // hold asks the channel's operators to hold the key groups gains. It
@@ -85,20 +91,22 @@ func needsHeld(b *core.Batch, insts []instance) bool {
 
 // settle adopts the handoffs of the step the channel holds (held) that
 // have arrived, and with wait the rest too, waiting for them. Once every
-// handoff is adopted it records the step's pause and clears held.
+// handoff is adopted (the machine is settled; the last adoption applies
+// what the operators held) it records the step's pause and clears held.
 func (s *channelStage) settle(wait bool) error {
 	h := s.held
-	t0 := time.Now()
-	for h.left > 0 {
-		var ho handoff
+	m := h.m
+	m.Check(clock())
+	for !m.Settled() {
+		var ho handoff.Handoff
 		select {
 		case ho = <-h.rc.mail[s.c]:
 		default:
 			if !wait {
-				h.pause += time.Since(t0)
+				m.Resume(clock())
 				return nil
 			}
-			h.waited = true
+			m.Wait()
 			w0 := s.sc.waitBegin()
 			var err error
 			ho, err = s.receive(h.rc)
@@ -108,25 +116,31 @@ func (s *channelStage) settle(wait bool) error {
 				return err
 			}
 		}
-		adoptHandoff(ho, s.insts)
-		h.left--
+		hs, err := m.Arrive(ho)
+		if err != nil {
+			s.held = nil
+			return err
+		}
+		adoptHandoffs(hs, s.insts)
 	}
-	h.pause += time.Since(t0)
-	s.r.balancePauses.record(h.pause)
-	s.stats.PauseNs.Add(int64(h.pause))
+	m.Resume(clock())
+	s.r.balancePauses.record(time.Duration(m.Pause()))
+	s.stats.PauseNs.Add(m.Pause())
 	s.r.holds.Add(1)
-	if h.waited {
+	if m.Waited() {
 		s.r.holdWaits.Add(1)
 	}
 	s.held = nil
 	return nil
 }
 
-// adoptHandoff installs one handoff in the channel's Migrators.
-func adoptHandoff(h handoff, insts []instance) {
-	for i, in := range insts {
-		if mg, ok := in.op.(core.Migrator); ok {
-			mg.AdoptGroups(h.groups, h.state[i])
+// adoptHandoffs installs handoffs, in order, in the channel's Migrators.
+func adoptHandoffs(hs []handoff.Handoff, insts []instance) {
+	for _, h := range hs {
+		for i, in := range insts {
+			if mg, ok := in.op.(core.Migrator); ok {
+				mg.AdoptGroups(h.Groups, h.State[i])
+			}
 		}
 	}
 }

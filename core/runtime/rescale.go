@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/handoff"
 	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
@@ -34,16 +34,15 @@ type Elastic struct {
 type reconf struct {
 	seq      uint64
 	from, to int // channel counts
-	// lose[c] lists, per new owner, the key groups channel c hands over:
-	// computed in prepare, so that a channel at the marker only releases.
-	lose [][]loss
-	// mail[c] receives the key groups channel c gains, one handoff per
-	// losing channel; expect[c] says how many.
-	mail   []chan handoff
-	expect []int
+	// plan is the key groups that change owner, per channel (made in
+	// prepare, so that a channel at the marker only releases and adopts).
+	plan *handoff.Plan
+	// mail[c] receives the handoffs of the key groups channel c gains, one
+	// per channel that loses groups to it.
+	mail []chan handoff.Handoff
 	// outs are the merger's inputs after the change.
 	outs []*ring.SPSC[*core.Batch]
-	// synced is when the markers went out (Unix ns; with source workers,
+	// synced is when the markers went out (clock(); with source workers,
 	// when channel 0 reached the change): a channel added by
 	// the change has nothing to do before, so its pause counts from here.
 	synced atomic.Int64
@@ -53,9 +52,6 @@ type reconf struct {
 	// global run queue, which is searched before the P's own next
 	// goroutine can be stolen), so waiters park at once.
 	spin bool
-	// balance says the change is a rebalance step (same channel count):
-	// only the channels that lose or gain key groups count a pause.
-	balance bool
 
 	// With source workers: watermark is closed once channel 0 has
 	// published, at the marker, the watermark state the channels added
@@ -70,32 +66,34 @@ type reconf struct {
 }
 
 // newReconf starts a change from channel count from to to at sequence
-// number seq; others is how many stages run beside the channels.
-func newReconf(seq uint64, from, to, others int) *reconf {
-	rc := &reconf{seq: seq, from: from, to: to, mail: make([]chan handoff, max(from, to)), expect: make([]int, max(from, to)),
+// number seq (balance: a rebalance step, from = to); others is how many
+// stages run beside the channels. No key group moves until plan.
+func newReconf(seq uint64, from, to, others int, balance bool) *reconf {
+	rc := &reconf{seq: seq, from: from, to: to, plan: handoff.NewPlan(nil, from, to, balance), mail: make([]chan handoff.Handoff, max(from, to)),
 		spin: runtime.GOMAXPROCS(0) > max(from, to)+others}
 	for c := range rc.mail {
-		rc.mail[c] = make(chan handoff, from)
+		rc.mail[c] = make(chan handoff.Handoff, from)
 	}
 	return rc
 }
 
-// plan computes which key groups move from table old to table next.
-func (rc *reconf) plan(old, next *kvstate.Table) {
-	rc.lose = losses(kvstate.Moves(old, next), len(rc.expect))
-	for _, ls := range rc.lose {
-		for _, l := range ls {
-			rc.expect[l.to]++
-		}
-	}
+// moves plans which key groups move from table old to table next.
+func (rc *reconf) moves(old, next *kvstate.Table) {
+	rc.plan = handoff.NewPlan(kvstate.Moves(old, next), rc.from, rc.to, rc.plan.Balance())
 }
+
+// clock is the runtime's monotonic clock reading for pauses (ns since the
+// process started), the readings the handoff state machine is given.
+func clock() int64 { return int64(time.Since(epoch)) }
+
+var epoch = time.Now()
 
 // publishWatermark is channel 0's, at the marker (source workers).
 func (rc *reconf) publishWatermark(prevMax, lastWM int64) {
 	rc.prevMax, rc.lastWM = prevMax, lastWM
 	// Channel 0 at the change: the point the markers "go out" with source
 	// workers, from which a channel added counts its pause.
-	rc.synced.CompareAndSwap(0, time.Now().UnixNano())
+	rc.synced.CompareAndSwap(0, clock())
 	close(rc.watermark)
 }
 
@@ -109,21 +107,6 @@ func (rc *reconf) awaitWatermark(ctx context.Context) (prevMax, lastWM int64, er
 	}
 }
 
-// loss is the key groups one channel hands to one new owner.
-type loss struct {
-	to     int
-	groups []int
-}
-
-// handoff carries key groups from their old owner to the new one: for each
-// region operator, what its Migrator released (nil otherwise). The state in
-// the shared kvstate maps does not move at all; the send on mail orders the
-// old owner's last access before the new owner's first.
-type handoff struct {
-	groups []int
-	state  []any
-}
-
 // rescale changes the channel count to n, between two source batches.
 func (s *sourceStage) rescale(n int) error {
 	r, sp := s.r, s.sp
@@ -134,11 +117,11 @@ func (s *sourceStage) rescale(n int) error {
 	// Prepare: the new key-group table and the moves; new channels and
 	// their rings, idle until their groups arrive.
 	sp.seq++
-	rc := newReconf(sp.seq, from, n, 2)
+	rc := newReconf(sp.seq, from, n, 2, false)
 	var table *kvstate.Table
 	if sp.table != nil {
 		table = sp.table.Resize(n)
-		rc.plan(sp.table, table)
+		rc.moves(sp.table, table)
 	}
 	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
 	var gather []*held
@@ -190,7 +173,7 @@ func (s *sourceStage) rescale(n int) error {
 	r.drains.record(time.Since(t0))
 	// Sync: every old channel gets the marker at seq; FIFO order means it
 	// has processed everything routed to it before.
-	rc.synced.Store(time.Now().UnixNano())
+	rc.synced.Store(clock())
 	for c := 0; c < from; c++ {
 		m := core.NewMarker(core.Reconfig)
 		m.MarkSeq, m.Control = rc.seq, rc
@@ -250,85 +233,76 @@ func (s *sourceStage) drain() error {
 // drainSpin is how long drain polls without sleeping.
 const drainSpin = 2 * time.Millisecond
 
-// migrate is what the channel does at a reconfiguration marker: hand the
-// key groups it loses to their new owners, then adopt those it gains. At a
-// rebalance step, with canHold, a channel whose operators can hold the
-// groups it gains (hold.go) does not wait for them: migrate returns the
-// holding, which the channel settles later.
+// migrate is what the channel does at a reconfiguration marker (its side
+// of the handoff: handoff.Channel, which decides; this drives it): hand
+// the key groups it loses to their new owners, then adopt those it gains.
+// At a rebalance step, with canHold, a channel whose operators can hold
+// the groups it gains (hold.go) does not wait for them: migrate returns
+// the holding, which the channel settles later.
 func (s *channelStage) migrate(rc *reconf, canHold bool) (*holding, error) {
 	c, insts := s.c, s.insts
-	t0 := time.Now()
-	if c < len(rc.lose) {
-		for _, l := range rc.lose[c] {
-			h := handoff{groups: l.groups, state: make([]any, len(insts))}
-			for i, in := range insts {
-				if mg, ok := in.op.(core.Migrator); ok {
-					h.state[i] = mg.ReleaseGroups(l.groups)
-				}
+	m := handoff.At(rc.plan, c)
+	lose, early := m.Mark(clock())
+	for _, l := range lose {
+		h := handoff.Handoff{From: c, Groups: l.Groups, State: make([]any, len(insts))}
+		for i, in := range insts {
+			if mg, ok := in.op.(core.Migrator); ok {
+				h.State[i] = mg.ReleaseGroups(l.Groups)
 			}
-			rc.mail[l.to] <- h // buffered for every sender: never blocks
 		}
+		rc.mail[l.To] <- h // buffered for every sender: never blocks
 	}
-	if canHold && rc.balance && c < len(rc.expect) && rc.expect[c] > 0 && hold(insts, rc.gains(c)) {
-		return &holding{rc: rc, left: rc.expect[c], pause: time.Since(t0)}, nil
+	adoptHandoffs(early, insts)
+	if canHold && m.CanHold() && hold(insts, rc.plan.Gains(c)) {
+		m.Hold(clock())
+		return &holding{rc: rc, m: m}, nil
 	}
-	if err := s.adopt(rc); err != nil {
+	if err := s.adopt(rc, m); err != nil {
 		return nil, err
 	}
-	switch d := time.Since(t0); {
-	case !rc.balance:
-		s.r.pauses.record(d)
-		s.stats.PauseNs.Add(int64(d))
-	case (c < len(rc.lose) && len(rc.lose[c]) > 0) || (c < len(rc.expect) && rc.expect[c] > 0):
-		s.r.balancePauses.record(d)
-		s.stats.PauseNs.Add(int64(d))
+	m.Resume(clock())
+	if m.Counts() {
+		if rc.plan.Balance() {
+			s.r.balancePauses.record(time.Duration(m.Pause()))
+		} else {
+			s.r.pauses.record(time.Duration(m.Pause()))
+		}
+		s.stats.PauseNs.Add(m.Pause())
 	}
 	return nil, nil
 }
 
-// gains lists the key groups channel c gains in the change.
-func (rc *reconf) gains(c int) []int {
-	var gs []int
-	for _, ls := range rc.lose {
-		for _, l := range ls {
-			if l.to == c {
-				gs = append(gs, l.groups...)
-			}
-		}
-	}
-	return gs
-}
-
 // join is what a channel added by the change rc does before its first
 // record: adopt its key groups. Its pause counts from the markers going out
-// (before that, nothing is routed to it); a channel with nothing to adopt
-// has none.
+// (before that, nothing is routed to it).
 func (s *channelStage) join(rc *reconf) error {
-	if err := s.adopt(rc); err != nil {
+	m := handoff.Join(rc.plan, s.c)
+	if err := s.adopt(rc, m); err != nil {
 		return err
 	}
 	if synced := rc.synced.Load(); synced != 0 {
-		d := time.Duration(max(0, time.Now().UnixNano()-synced))
-		s.r.pauses.record(d)
-		s.stats.PauseNs.Add(int64(d))
+		m.Joined(synced, clock())
+		s.r.pauses.record(time.Duration(m.Pause()))
+		s.stats.PauseNs.Add(m.Pause())
 	}
 	return nil
 }
 
-// adopt waits for the handoffs of rc the channel expects and installs them.
-func (s *channelStage) adopt(rc *reconf) error {
-	c := s.c
-	if c >= len(rc.expect) {
-		return nil
-	}
-	for k := 0; k < rc.expect[c]; k++ {
+// adopt waits for the handoffs of rc that m, the channel's side, still
+// expects and installs them, until m is settled.
+func (s *channelStage) adopt(rc *reconf, m *handoff.Channel) error {
+	for !m.Settled() {
 		t0 := s.sc.waitBegin()
 		h, err := s.receive(rc)
 		s.sc.waited(t0)
 		if err != nil {
 			return err
 		}
-		adoptHandoff(h, s.insts)
+		hs, err := m.Arrive(h)
+		if err != nil {
+			return err
+		}
+		adoptHandoffs(hs, s.insts)
 	}
 	return nil
 }
@@ -346,9 +320,9 @@ const (
 
 // receive waits for the next handoff of rc to the channel: polling first
 // (adoptSpin) where rc.spin allows, then parked, until the run stops.
-func (s *channelStage) receive(rc *reconf) (handoff, error) {
+func (s *channelStage) receive(rc *reconf) (handoff.Handoff, error) {
 	c := s.c
-	start := time.Now()
+	start := clock()
 	for spins := 0; rc.spin; spins++ {
 		select {
 		case h := <-rc.mail[c]:
@@ -356,9 +330,9 @@ func (s *channelStage) receive(rc *reconf) (handoff, error) {
 		default:
 		}
 		if spins&63 == 63 {
-			now := time.Now()
+			now := clock()
 			synced := rc.synced.Load()
-			if now.Sub(start) > adoptSpinMax || (synced != 0 && now.UnixNano()-synced > int64(adoptSpin)) {
+			if now-start > int64(adoptSpinMax) || (synced != 0 && now-synced > int64(adoptSpin)) {
 				break
 			}
 		}
@@ -368,31 +342,8 @@ func (s *channelStage) receive(rc *reconf) (handoff, error) {
 	case h := <-rc.mail[c]:
 		return h, nil
 	case <-s.r.ctx.Done():
-		return handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups: %w", c, s.r.ctx.Err())
+		return handoff.Handoff{}, fmt.Errorf("channel %d: stopped while waiting for its key groups: %w", c, s.r.ctx.Err())
 	}
-}
-
-// losses groups moves by old owner, then by new owner (channels in
-// increasing order, groups in the moves' order).
-func losses(moves []kvstate.Move, channels int) [][]loss {
-	out := make([][]loss, channels)
-	idx := make([]map[int]int, channels)
-	for _, m := range moves {
-		if idx[m.From] == nil {
-			idx[m.From] = map[int]int{}
-		}
-		i, ok := idx[m.From][m.To]
-		if !ok {
-			i = len(out[m.From])
-			idx[m.From][m.To] = i
-			out[m.From] = append(out[m.From], loss{to: m.To})
-		}
-		out[m.From][i].groups = append(out[m.From][i].groups, m.Group)
-	}
-	for _, ls := range out {
-		slices.SortFunc(ls, func(a, b loss) int { return a.to - b.to })
-	}
-	return out
 }
 
 // reconfOf is the reconfiguration a Reconfig marker carries (nil for any

@@ -23,6 +23,12 @@ import (
 // window, a snapshot, a release, the end (the runtime waits for the
 // handoff before those; Quiet tells it which watermarks may pass).
 
+// The states of a key group in windowOp.pend.
+const (
+	heldWaiting uint8 = 1 + iota // held, its handoff not adopted
+	heldIn                       // held, its handoff adopted: others' are out
+)
+
 // held is one kept record. The rows are flat in heldVals, in order, each
 // of w.in's width, or of the local step's wide schema's for a partial.
 type held struct {
@@ -41,12 +47,13 @@ func (w *windowOp) HoldGroups(groups []int) bool {
 		return false
 	}
 	if w.pend == nil {
-		w.pend = make([]bool, w.spec.Groups)
+		w.pend = make([]uint8, w.spec.Groups)
 	}
 	for _, g := range groups {
-		if !w.pend[g] {
-			w.pend[g] = true
+		if w.pend[g] == 0 {
+			w.pend[g] = heldWaiting
 			w.npend++
+			w.nwait++
 		}
 	}
 	return true
@@ -73,7 +80,7 @@ func (w *windowOp) processHolding(in *core.Batch, out *core.Emitter) error {
 	wide := in.Schema == w.wide && w.wide != nil
 	for i := 0; i < in.Len; i++ {
 		row := in.Row(i)
-		held := w.pend[kvstate.KeyGroup(in.Hash[i], w.spec.Groups)]
+		held := w.pend[kvstate.KeyGroup(in.Hash[i], w.spec.Groups)] != 0
 		var err error
 		switch {
 		case !held && !wide:
@@ -154,19 +161,27 @@ func (w *windowOp) check(row []core.Value) error {
 	return nil
 }
 
-// unhold ends the hold of groups; once none is held, it applies the kept
-// updates in arrival order.
+// unhold notes the handoff of groups; once every held group's has come,
+// it ends the hold of all of them and applies the kept updates in arrival
+// order. A group whose handoff came first stays held until then: its
+// records after the handoff are kept behind its earlier ones, not added
+// before them (handoff.Channel.Held; the order matters to a float sum).
 func (w *windowOp) unhold(groups []int) {
 	if w.npend == 0 {
 		return
 	}
 	for _, g := range groups {
-		if w.pend[g] {
-			w.pend[g] = false
-			w.npend--
+		if w.pend[g] == heldWaiting {
+			w.pend[g] = heldIn
+			w.nwait--
 		}
 	}
-	if w.npend > 0 || len(w.held) == 0 {
+	if w.nwait > 0 {
+		return
+	}
+	clear(w.pend)
+	w.npend = 0
+	if len(w.held) == 0 {
 		return
 	}
 	off := 0

@@ -374,3 +374,78 @@ func TestQuietWatermarks(t *testing.T) {
 		}
 	}
 }
+
+// A channel gaining key groups from two losers holds every one of them
+// until the last handoff: a group whose handoff came first stays held, so
+// its later records do not pass its earlier held ones (handoff.Channel.
+// Held). A float sum shows the order: 1e16 + 1 − 1e16 is 0 in record
+// order and 1 with the last record added first.
+func TestHoldReleasesInArrivalOrderAcrossHandoffs(t *testing.T) {
+	schema := core.MustSchema(core.Field{Name: "k", Type: core.String}, core.Field{Name: "x", Type: core.Float64})
+	spec := Spec{Name: "w", Key: []string{"k"}, Size: 60e9, Aggs: []Agg{{Name: "s", Func: Sum, Field: "x"}}, Groups: 16}
+	key := []core.Value{core.StringValue("a")}
+	h := core.HashKey(key, []int{0}, []core.Type{core.String})
+	g := kvstate.KeyGroup(h, 16)
+	other := (g + 1) % 16
+	sum := func(hold bool) float64 {
+		def, err := New(spec, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs, _ := core.NewErrorPolicy(core.Skip, "")
+		var got []float64
+		newOp := func() (*windowOp, *core.Emitter) {
+			op, err := def.New(core.Env{Channels: 2, Errors: errs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return op.(*windowOp), core.NewEmitter(def.Out, func(b *core.Batch) error {
+				for i := range b.Len {
+					got = append(got, b.Row(i)[3].Float())
+				}
+				b.Release()
+				return nil
+			}, nil)
+		}
+		loser, _ := newOp()
+		gainer, out := newOp()
+		feed := func(seq uint64, x float64) {
+			b := core.NewBatch(schema)
+			copy(b.Append(seq, h, 5e9, int64(seq)), []core.Value{key[0], core.FloatValue(x)})
+			if err := gainer.Process(b, out); err != nil {
+				t.Fatal(err)
+			}
+			b.Release()
+		}
+		first, second := loser.ReleaseGroups([]int{g}), loser.ReleaseGroups([]int{other})
+		if hold {
+			if !gainer.HoldGroups([]int{g, other}) {
+				t.Fatal("the window refused to hold")
+			}
+			feed(1, 1e16)
+			feed(2, 1)
+			gainer.AdoptGroups([]int{g}, first) // group g's handoff first
+			feed(3, -1e16)
+			gainer.AdoptGroups([]int{other}, second) // the last: releases the held records
+		} else {
+			gainer.AdoptGroups([]int{g}, first)
+			gainer.AdoptGroups([]int{other}, second)
+			feed(1, 1e16)
+			feed(2, 1)
+			feed(3, -1e16)
+		}
+		if err := gainer.Watermark(70e9, 4, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			t.Fatalf("hold %v: %d rows", hold, len(got))
+		}
+		return got[0]
+	}
+	if want, got := sum(false), sum(true); got != want || want != 0 {
+		t.Fatalf("sum %v holding, %v without", got, want)
+	}
+}

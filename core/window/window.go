@@ -275,10 +275,13 @@ type windowOp struct {
 	byKey  []ref
 
 	// Key groups held while in transit (hold.go): pend[g] for a held
-	// group, npend of them; the kept records' rows (flat) and hashes and
-	// event times, in arrival order.
-	pend     []bool
+	// group (heldWaiting: its handoff not adopted yet; heldIn: adopted,
+	// still held until every held group's is), npend of them, nwait
+	// waiting; the kept records' rows (flat) and hashes and event times,
+	// in arrival order.
+	pend     []uint8
 	npend    int
+	nwait    int
 	heldVals []core.Value
 	held     []held
 }
@@ -723,7 +726,7 @@ func describe(s *core.Schema, row []core.Value) string {
 // key's state block and its map slot (a key's out-of-place panes and
 // string bytes are not counted: an estimate).
 func (w *windowOp) GroupBytes(g int) int64 {
-	if w.npend > 0 && w.pend[g] {
+	if w.npend > 0 && w.pend[g] != 0 {
 		return 0 // its old owner may still be writing it
 	}
 	return int64(w.state.Len(g)) * int64(unsafe.Sizeof(keyState{})+16)
