@@ -12,9 +12,9 @@ const NoTime = math.MinInt64
 // Errors of a driver that breaks the protocol: they mean a bug upstream,
 // and the stage fails.
 var (
-	// ErrHeld is data from an input held for a barrier: the driver read
-	// an input it was told not to.
-	ErrHeld = errors.New("align: data from a held input")
+	// ErrHeld is data or an end from an input held for a barrier: the
+	// driver read an input it was told not to.
+	ErrHeld = errors.New("align: read a held input")
 	// ErrEnded is an event from an input that ended.
 	ErrEnded = errors.New("align: event from an ended input")
 	// ErrEpoch is a barrier out of order: an epoch delivered twice by one
@@ -134,19 +134,19 @@ func (a *Inputs) Barrier(i int, e int64) (complete bool, err error) {
 }
 
 // End notes the end of input i: it leaves the watermark's minimum and
-// counts as aligned. It returns the epoch its end completes, or 0.
-// Errors: ErrEnded.
+// counts as aligned. It returns the epoch its end completes, or 0. A held
+// input cannot end: it is not read, so its end comes after the barrier
+// completes. Errors: ErrEnded, ErrHeld.
 func (a *Inputs) End(i int) (complete int64, err error) {
 	in := &a.in[i]
-	if in.ended {
+	switch {
+	case in.ended:
 		return 0, fmt.Errorf("%w: input %d ended twice", ErrEnded, i)
+	case in.held:
+		return 0, fmt.Errorf("%w: end of input %d, which delivered barrier %d", ErrHeld, i, a.epoch)
 	}
 	in.ended, in.idle, in.behind = true, false, false
 	a.live--
-	if in.held {
-		in.held = false
-		a.held--
-	}
 	if e := a.epoch; e != 0 && a.complete() {
 		return e, nil
 	}

@@ -21,8 +21,8 @@
 //     held input is released when e completes.
 //   - Epochs increase: an input delivering an epoch twice, an epoch other
 //     than the one aligning, or one not above the last completed is an
-//     error, and so is anything delivered by an ended input or data by a
-//     held one.
+//     error, and so is anything delivered by an ended input, or data or
+//     an end by a held one.
 //
 // Inputs is not safe for concurrent use: one driver goroutine owns it.
 package align
