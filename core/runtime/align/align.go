@@ -44,6 +44,9 @@ type input struct {
 	// behind: back from idleness with its watermark below out; it counts
 	// in the minimum again once wm ≥ out (Flink's realignment).
 	behind bool
+	// counts: in the output's minimum (not ended, idle or behind), kept
+	// with the three so that a watermark and Output test one flag.
+	counts bool
 }
 
 // New returns the state of n ≥ 1 inputs at the start: none held, none
@@ -54,7 +57,7 @@ func New(n int) *Inputs {
 	}
 	a := &Inputs{in: make([]input, n), live: n, out: NoTime}
 	for i := range a.in {
-		a.in[i].wm = NoTime
+		a.in[i].wm, a.in[i].counts = NoTime, true
 	}
 	return a
 }
@@ -82,6 +85,10 @@ func (a *Inputs) Data(i int, t int64) (late bool, err error) {
 // may deliver one: it was read up to its barrier. Errors: ErrEnded.
 func (a *Inputs) Watermark(i int, wm int64) error {
 	in := &a.in[i]
+	if in.counts { // the path of every watermark of an input in the minimum
+		in.wm = max(in.wm, wm)
+		return nil
+	}
 	if in.ended {
 		return fmt.Errorf("%w: watermark on input %d", ErrEnded, i)
 	}
@@ -100,6 +107,7 @@ func (a *Inputs) active(i int) {
 	if in.behind && in.wm >= a.out && in.wm != NoTime {
 		in.behind = false
 	}
+	in.counts = !in.ended && !in.idle && !in.behind
 }
 
 // Idle notes that input i had no data for a while (the driver decides how
@@ -107,7 +115,7 @@ func (a *Inputs) active(i int) {
 // or a watermark again. Idleness does not excuse it from a barrier.
 func (a *Inputs) Idle(i int) {
 	if !a.in[i].ended {
-		a.in[i].idle = true
+		a.in[i].idle, a.in[i].counts = true, false
 	}
 }
 
@@ -145,7 +153,7 @@ func (a *Inputs) End(i int) (complete int64, err error) {
 	case in.held:
 		return 0, fmt.Errorf("%w: end of input %d, which delivered barrier %d", ErrHeld, i, a.epoch)
 	}
-	in.ended, in.idle, in.behind = true, false, false
+	in.ended, in.idle, in.behind, in.counts = true, false, false, false
 	a.live--
 	if e := a.epoch; e != 0 && a.complete() {
 		return e, nil
@@ -205,7 +213,7 @@ func (a *Inputs) Output() (int64, bool) {
 	m, any := int64(math.MaxInt64), false
 	for i := range a.in {
 		in := &a.in[i]
-		if in.ended || in.idle || in.behind {
+		if !in.counts {
 			continue
 		}
 		if in.wm == NoTime {
