@@ -191,6 +191,48 @@ func TestUnionPerInputWatermarks(t *testing.T) {
 	}
 }
 
+// An input that has run out leaves the union's watermark (align.Inputs:
+// an ended input drops out). The interleave is a/0 b/0 b/1 b/2, bound 0,
+// windows of 1 s:
+//
+//	a/0: 1000 … 1900   a: 1900   wm none (b has no time yet)
+//	b/0: 0 … 900       b: 900    wm 899
+//	b/1: 2500          b: 2500   a is exhausted: wm 2499, [0 s, 1 s) and
+//	                             [1 s, 2 s) fire with 10 each
+//	b/2: 1950                    late
+//
+// Had a stayed in the minimum the watermark would be 1899 and 1950 on
+// time.
+func TestUnionExhaustedInputDropsOut(t *testing.T) {
+	seq := func(ts ...int) string {
+		var b strings.Builder
+		b.WriteString("ts,k\n")
+		for _, x := range ts {
+			fmt.Fprintf(&b, "%d,k\n", x)
+		}
+		return b.String()
+	}
+	var a0, b0 []int
+	for ts := range 10 {
+		a0, b0 = append(a0, 1000+100*ts), append(b0, 100*ts)
+	}
+	files := map[string]string{"in/a/0.csv": seq(a0...), "in/b/0.csv": seq(b0...), "in/b/1.csv": seq(2500), "in/b/2.csv": seq(1950)}
+	const cols = "columns: {ts: int64, k: string}"
+	job := "on_error: dead_letter\ndead_letter_path: dead.jsonl\nsource:\n  union:\n    - csv: {path: \"in/a/*.csv\", " + cols + "}\n    - csv: {path: \"in/b/*.csv\", " + cols + "}\n" +
+		"event_time: {field: ts, unit: ms, max_out_of_orderness: 0s}\n" +
+		"region:\n  key_by: [k]\n  ops:\n    - window: {size: 1s, aggregates: {n: count}, late: dead_letter}\nsink:\n  csv: {path: out.csv}\n"
+	const want = "window_start,window_end,k,n\n" +
+		"1970-01-01T00:00:00Z,1970-01-01T00:00:01Z,k,10\n" +
+		"1970-01-01T00:00:01Z,1970-01-01T00:00:02Z,k,10\n" +
+		"1970-01-01T00:00:02Z,1970-01-01T00:00:03Z,k,1\n"
+	for _, mn := range [][2]int{{-1, 1}, {1, 1}, {2, 3}} {
+		got, _, rep := runFiles(t, files, job, mn[0], mn[1])
+		if got != want || rep.Late != 1 {
+			t.Fatalf("%d workers, %d channels: %d late\n%s\nwant\n%s", mn[0], mn[1], rep.Late, got, want)
+		}
+	}
+}
+
 // crashUnion fails a union read by blocks at block at, and keeps it a
 // union (core.Interleaved), so that the run keeps its per-input
 // watermarks.

@@ -143,7 +143,7 @@ func (s *channelStage) instantiateAtChange(ops []core.OperatorDef, env core.Env)
 		return nil, err
 	}
 	if bi.times != nil {
-		copy(bi.times.max, s.addedBy.maxTimes)
+		bi.times.set(s.addedBy.maxTimes)
 	}
 	env.Watermark = bi.lastWM
 	return s.r.instantiate(ops, env, s.r.regionCounters)

@@ -1,21 +1,26 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"streamd/core"
+	"streamd/core/runtime/align"
 	"streamd/snapshot"
 )
 
 // Watermarks of a union (core.Interleaved; docs/ARCHITECTURE.md,
-// "Determinism"). The runtime keeps one largest event time per input.
-// After each batch of block b the watermark candidate is the minimum,
-// over the inputs still being read at b (those whose last block is ≥ b:
-// an exhausted input drops out), of each input's largest event time so
-// far; the watermark is the candidate less the bound less 1, forwarded
-// when it rises. No candidate while an input still being read has no
-// event time yet.
+// "Determinism", several inputs): a driver of align.Inputs, the state
+// machine of a stage with several inputs. Each input's watermark there is
+// its largest event time so far; after each batch of block b the
+// union's watermark is align.Inputs' output less the bound less 1,
+// forwarded when it rises. An input ends when the interleave passes its
+// last block (src.LastBlock), so it drops out of the minimum; none is
+// ever idle (files); there is no watermark while an input still being
+// read has no event time yet. A union is one stream whose barrier is one
+// marker at one point of the interleave, so no input is ever held.
 //
 // The single source stage meets the blocks in order through Next and
 // reads b from the batch's first position (Pos[0] >> core.PosFileShift);
@@ -25,14 +30,16 @@ import (
 // A single-input job has no inputTimes: its stages test for nil once per
 // batch and go on as before.
 
-// inputTimes is the watermark state of a union: each input's largest
-// event time, and the block it stands at.
+// inputTimes is the watermark state of a union: the inputs' state
+// machine, and the block it stands at.
 type inputTimes struct {
 	src   core.Interleaved
-	max   []int64 // by input, ns; core.NoTime: none yet
-	last  []int   // by input: its last block (src.LastBlock)
-	block int     // the block being read; -1 before the first
-	in    int     // block's input
+	a     *align.Inputs
+	last  []int // by input: its last block (src.LastBlock)
+	ends  []int // the inputs by last block: the order in which they end
+	ended int   // ends[:ended] have ended
+	block int   // the block being read; -1 before the first
+	in    int   // block's input
 }
 
 // newInputTimes returns the state at the start of src, or nil when src
@@ -42,44 +49,39 @@ func newInputTimes(src core.Source) *inputTimes {
 	if !ok {
 		return nil
 	}
-	t := &inputTimes{src: il, max: make([]int64, il.Inputs()), last: make([]int, il.Inputs()), block: -1}
-	for i := range t.max {
-		t.max[i] = core.NoTime
-		t.last[i] = il.LastBlock(i)
+	n := il.Inputs()
+	t := &inputTimes{src: il, a: align.New(n), last: make([]int, n), ends: make([]int, n), block: -1}
+	for i := range t.last {
+		t.last[i], t.ends[i] = il.LastBlock(i), i
 	}
+	slices.SortStableFunc(t.ends, func(i, j int) int { return cmp.Compare(t.last[i], t.last[j]) })
 	return t
 }
 
 // at moves the state to block b (blocks come in order; cheap when b is
-// the current one).
+// the current one): the inputs whose last block is before b end.
 func (t *inputTimes) at(b int) {
-	if b != t.block {
-		t.block, t.in = b, t.src.BlockInput(b)
+	if b == t.block {
+		return
+	}
+	t.block, t.in = b, t.src.BlockInput(b)
+	for t.ended < len(t.ends) && t.last[t.ends[t.ended]] < b {
+		t.a.End(t.ends[t.ended]) // each once, in order: no error
+		t.ended++
 	}
 }
 
 // see notes that the current block's input has reached event time m (its
 // block's largest so far, or the block's largest at its end).
-func (t *inputTimes) see(m int64) { t.max[t.in] = max(t.max[t.in], m) }
-
-// candidate is the minimum over the inputs still being read at the
-// current block of their largest event times; core.NoTime when one of
-// them has none yet.
-func (t *inputTimes) candidate() int64 {
-	c := int64(core.MaxWatermark)
-	for i, m := range t.max {
-		if t.last[i] >= t.block {
-			c = min(c, m)
-		}
-	}
-	return c
+func (t *inputTimes) see(m int64) {
+	t.a.Watermark(t.in, m) // block b's input has not ended: no error
 }
 
 // watermark is the watermark after a batch given the bound (ns), and
 // whether there is one.
 func (t *inputTimes) watermark(bound int64) (int64, bool) {
-	c := t.candidate()
-	if c == core.NoTime {
+	c, ok := t.a.Output()
+	if !ok {
 		return 0, false
 	}
 	return c - bound - 1, true
@@ -89,33 +91,49 @@ func (t *inputTimes) watermark(bound int64) (int64, bool) {
 // "max_event_times"): the inputs' largest event times, space-separated.
 func (t *inputTimes) String() string {
 	var b strings.Builder
-	for i, m := range t.max {
+	for i := range t.last {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprint(&b, m)
+		fmt.Fprint(&b, t.a.InputWatermark(i))
 	}
 	return b.String()
 }
 
 // clone copies the largest event times (for a barrier or a channel added
 // by a live change).
-func (t *inputTimes) clone() []int64 { return append([]int64(nil), t.max...) }
+func (t *inputTimes) clone() []int64 {
+	m := make([]int64, len(t.last))
+	for i := range m {
+		m[i] = t.a.InputWatermark(i)
+	}
+	return m
+}
+
+// set takes the largest event times m (clone's, or a checkpoint's) before
+// the first block; nil leaves them as they are.
+func (t *inputTimes) set(m []int64) {
+	if m != nil {
+		t.a.SetWatermarks(m)
+	}
+}
 
 // restore takes the largest event times a checkpoint recorded.
 func (t *inputTimes) restore(meta *snapshot.Metadata) error {
 	s, ok := meta.Extra["max_event_times"]
 	if !ok {
-		return fmt.Errorf("%w: it records one largest event time, and this job reads a union of %d inputs", ErrCheckpointMismatch, len(t.max))
+		return fmt.Errorf("%w: it records one largest event time, and this job reads a union of %d inputs", ErrCheckpointMismatch, len(t.last))
 	}
 	f := strings.Fields(s)
-	if len(f) != len(t.max) {
-		return fmt.Errorf("%w: it records the event times of %d inputs, and this job's union has %d", ErrCheckpointMismatch, len(f), len(t.max))
+	if len(f) != len(t.last) {
+		return fmt.Errorf("%w: it records the event times of %d inputs, and this job's union has %d", ErrCheckpointMismatch, len(f), len(t.last))
 	}
+	m := make([]int64, len(f))
 	for i, v := range f {
-		if _, err := fmt.Sscan(v, &t.max[i]); err != nil {
+		if _, err := fmt.Sscan(v, &m[i]); err != nil {
 			return fmt.Errorf("checkpoint: max_event_times %q: %w", s, err)
 		}
 	}
+	t.set(m)
 	return nil
 }
