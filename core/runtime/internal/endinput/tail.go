@@ -145,11 +145,8 @@ func (t *Tail) Step(c int, f Facts) Decision {
 // allAtEnd says whether channels 0..n-1 have all stepped (read every
 // block).
 func (t *Tail) allAtEnd(n int) bool {
-	if n > len(t.atEnd) {
-		return false
-	}
-	for _, at := range t.atEnd[:n] {
-		if !at {
+	for c := range n {
+		if c >= len(t.atEnd) || !t.atEnd[c] {
 			return false
 		}
 	}
