@@ -153,6 +153,9 @@ func (t *Tail) allAtEnd(n int) bool {
 	return true
 }
 
+// AtEnd says whether channel c has stepped: it has read every block.
+func (t *Tail) AtEnd(c int) bool { return c < len(t.atEnd) && t.atEnd[c] }
+
 // Placed is how many tail barriers have been placed.
 func (t *Tail) Placed() int { return t.placed }
 
