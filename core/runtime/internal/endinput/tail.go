@@ -1,5 +1,5 @@
 // Package endinput is the protocol of checkpoints after the end of the
-// input (docs/ARCHITECTURE.md, "Checkpoints"): once a job's source has
+// input (docs/ARCHITECTURE.md, "End of stream"): once a job's source has
 // nothing left, its operators may still work for seconds through what the
 // rings hold, and a checkpoint that comes due then is taken too. Its
 // barrier goes after every record (a restore from it reads nothing); the
