@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -278,12 +279,20 @@ func TestDebloatingKeepsOutput(t *testing.T) {
 }
 
 // With source workers, channels that have read every block place the
-// barriers that come due (block = the block count): a job whose channel 0
-// still works through its queue when the workers have started every block
-// takes a checkpoint at the end of the input, delivered by both channels
-// before End, and a restore from it reads no block and gives the exact
-// output.
+// barriers that come due (block = the block count): a job whose slow
+// channel still works through its queue when the workers have started
+// every block takes a checkpoint at the end of the input, delivered by
+// both channels before End, and a restore from it reads no block and
+// gives the exact output. The slow channel is channel 0, then channel 1:
+// the other reaches the end first, and the tail must stay open until
+// every channel is there.
 func TestExchangeCheckpointAfterEnd(t *testing.T) {
+	for slow := range 2 {
+		t.Run(fmt.Sprintf("slow channel %d", slow), func(t *testing.T) { exchangeCheckpointAfterEnd(t, slow) })
+	}
+}
+
+func exchangeCheckpointAfterEnd(t *testing.T, slow int) {
 	recs := genRecords(40000, 50, 6)
 	want := expected(recs)
 	store, err := snapshot.Open(t.TempDir(), 3, nil)
@@ -301,7 +310,7 @@ func TestExchangeCheckpointAfterEnd(t *testing.T) {
 		src := newBlockSource(recs, 8)
 		job.Source, job.SourceParallelism, job.BufferTarget = src, 1, -1
 		def := core.OperatorDef{Name: "gate", Out: testSchema, State: "gate", New: func(env core.Env) (core.Operator, error) {
-			if env.Channel == 0 {
+			if env.Channel == slow {
 				return gate{g0}, nil
 			}
 			return gate{open}, nil
@@ -332,21 +341,29 @@ func TestExchangeCheckpointAfterEnd(t *testing.T) {
 		}
 	}
 	// No time passes until the worker has read every block to its end
-	// (channel 0's queue holds it back); then a checkpoint is due, and only
-	// a channel at the end of the input can place it (while a block is
-	// still being read, a due barrier goes inside it). Channel 0 gets a
-	// batch only while two or more wait in its input, so that one is still
-	// queued when the worker ends: a channel that had taken its last batch
-	// would reach its end (Finish) before the barrier.
+	// (the slow channel's queue holds it back); then a checkpoint is due,
+	// and only a channel at the end of the input can place it (while a
+	// block is still being read, a due barrier goes inside it). The slow
+	// channel gets a batch only while two or more wait in its input, so
+	// that one is still queued when the worker ends: a channel that had
+	// taken its last batch would reach its end (Finish) before the barrier.
 	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
 	l := *live.Load()
 	for src.done.Load() < int64(src.Blocks()) {
-		if ring0(l) < 2 {
+		if ringOf(l, slow) < 2 {
 			time.Sleep(100 * time.Microsecond)
 			continue
 		}
 		release()
 	}
+	// The other channel has read every block and the merger has taken
+	// all it sent: the rings to the merger are empty, and stay so while
+	// the slow channel waits on its gate. The tail is still open: the
+	// slow channel is not at the end yet.
+	waitFor(t, "the other channel at the end, the merger's rings empty", func() bool {
+		at, toMerger := runtime.AtEndOfInput(l, 1-slow)
+		return at && toMerger == 0
+	})
 	clock.add(2 * time.Minute)
 	var at int64
 	for at = -1; at < 0; {
@@ -371,7 +388,7 @@ func TestExchangeCheckpointAfterEnd(t *testing.T) {
 		t.Fatalf("crashed job: %v", err)
 	}
 	if n := g.processed.Load(); at != n {
-		t.Errorf("the barrier reached channel 0's operator after batch %d of %d", at, n)
+		t.Errorf("the barrier reached channel %d's operator after batch %d of %d", slow, at, n)
 	}
 	job2, src2 := build(newGate(true), c)
 	if _, err := runtime.Run(context.Background(), job2); err != nil {
@@ -550,11 +567,14 @@ func TestOutputCheckpointsUnderBackpressure(t *testing.T) {
 	}
 }
 
-// ring0 is how many batches wait in channel 0's input (Live.RingLen),
+// ring0 is how many batches wait in channel 0's input (ringOf).
+func ring0(l runtime.Live) int { return ringOf(l, 0) }
+
+// ringOf is how many batches wait in channel c's input (Live.RingLen),
 // 0 while the run has not made its rings yet.
-func ring0(l runtime.Live) int {
-	if r := l.RingLen(); len(r) > 0 {
-		return r[0]
+func ringOf(l runtime.Live, c int) int {
+	if r := l.RingLen(); len(r) > c {
+		return r[c]
 	}
 	return 0
 }

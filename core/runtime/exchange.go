@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/internal/endinput"
 	"streamd/kvstate"
 	"streamd/ring"
 	"streamd/snapshot"
@@ -88,7 +89,6 @@ type blockInput struct {
 	// times, for a union, is the per-input watermark state (inputtimes.go)
 	// that replaces prevMax; nil otherwise.
 	times *inputTimes
-	tail  int // end-of-input barriers delivered (endBarrier)
 	// starved, when debloating is on, is x.starved[channel]: the time the
 	// channel waited for input, on now's clock; nil otherwise.
 	starved *atomic.Int64
@@ -242,25 +242,36 @@ const tailRoom = 1 << 16
 // endBarrier is what channel in.channel does once it has read every block,
 // before it makes End, when the job checkpoints: it returns the next
 // barrier placed after the end of the input that it has not delivered
-// yet, or nil once none will be placed. Until then it waits (polling, up
-// to 5 ms apart), and whichever waiting channel finds a checkpoint due
-// places one (checkpointer.dueByClock) at block blocks — the position after
-// every record; a restore from it reads nothing. No more are placed once
-// every channel of the newest routing has read every block and the rings
-// to the merger are empty: what is left is the merger's and the sink's
-// work. It returns ctx's error when the run stops.
+// yet, or nil once none will be placed. It drives the protocol
+// (endinput.Tail, x.tail, at most tailRoom − 1 barriers): each step,
+// under mu, gives it the newest routing's channel count, whether the
+// rings to the merger hold batches and whether a checkpoint is due
+// (checkpointer.dueByClock); a barrier it places goes at block blocks —
+// the position after every record; a restore from it reads nothing. While
+// the protocol says wait, it polls, up to 5 ms apart. It returns ctx's
+// error when the run stops.
 func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 	r := x.r
 	if r == nil || r.ck == nil {
 		return nil, nil
 	}
-	for wait := 50 * time.Microsecond; ; wait = min(2*wait, 5*time.Millisecond) {
+	for p := newPoll(); ; p.wait() {
 		x.mu.Lock()
-		x.atEnd[in.channel] = true
-		if in.tail < len(x.tail) {
-			bi := x.tail[in.tail]
-			in.tail++
-			x.mu.Unlock()
+		last := x.configs[len(x.configs)-1]
+		d := x.tail.Step(in.channel, endinput.Facts{Channels: last.channels(), RingsHold: ringsHold(r.mergerOuts), Due: r.ck.dueByClock()})
+		var bi *barrierInfo
+		switch d.Action {
+		case endinput.Deliver:
+			bi = x.tailInfo[d.Barrier]
+		case endinput.Place:
+			r.ck.epoch++
+			r.ck.begin(r.ck.epoch)
+			bi = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
+				started: time.Now(), table: last.table, channels: last.channels(), tail: d.Barrier, updates: r.updatesText}
+			x.tailInfo = append(x.tailInfo, bi)
+		}
+		x.mu.Unlock()
+		if bi != nil {
 			if in.channel == 0 {
 				bi.maxTime, bi.wm = in.prevMax, in.lastWM
 			}
@@ -269,33 +280,24 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 			m.MarkSeq = uint64(in.blocks)<<blockSeqBits - tailRoom + uint64(bi.tail)
 			return m, nil
 		}
-		last := x.configs[len(x.configs)-1]
-		if !x.tailClosed && len(x.tail) < tailRoom-1 {
-			all := true
-			for c := range last.channels() {
-				all = all && x.atEnd[c]
-			}
-			if all && !ringsHold(r.mergerOuts) {
-				x.tailClosed = true
-			} else if r.ck.dueByClock() {
-				r.ck.epoch++
-				r.ck.begin(r.ck.epoch)
-				x.tail = append(x.tail, &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
-					started: time.Now(), table: last.table, channels: last.channels(), tail: len(x.tail), updates: r.updatesText})
-				x.mu.Unlock()
-				continue
-			}
-		}
-		closed := x.tailClosed || len(x.tail) >= tailRoom-1
-		x.mu.Unlock()
-		if closed {
+		if d.Action == endinput.Close {
 			return nil, nil
 		}
 		if err := in.ctx.Err(); err != nil {
 			return nil, err
 		}
-		time.Sleep(wait)
 	}
+}
+
+// poll is a driver's wait between two steps of a protocol that polls:
+// 50 µs, doubling up to 5 ms.
+type poll struct{ d time.Duration }
+
+func newPoll() poll { return poll{50 * time.Microsecond} }
+
+func (p *poll) wait() {
+	time.Sleep(p.d)
+	p.d = min(2*p.d, 5*time.Millisecond)
 }
 
 // ringsHold says whether one of rgs holds batches (false once one is
@@ -403,12 +405,10 @@ type exchange struct {
 	splitters  atomic.Pointer[[]*splitter] // every worker's, for reports
 
 	// Barriers after the end of the input (endBarrier), under mu: tail
-	// the barriers placed at the end, which every channel delivers before
-	// End; atEnd the channels that have read every block; tailClosed once
-	// no more will be placed.
-	tail       []*barrierInfo
-	atEnd      map[int]bool
-	tailClosed bool
+	// the protocol's state (endinput.Tail), tailInfo the barriers it has
+	// placed, by index, which every channel delivers before End.
+	tail     *endinput.Tail
+	tailInfo []*barrierInfo
 
 	// Dead letters: each worker's pre-region operators and block reads
 	// report bad records to its own deferred policy (sourceWorker.errs); its
@@ -518,7 +518,7 @@ func (r *run) buildExchange(m int, splitIn *core.Schema, startBlock int, startSk
 	x.turn = sync.NewCond(&x.lettersMu)
 	x.limits, x.pieces = make([]atomic.Int32, r.maxChannels), make([]atomic.Int32, r.maxChannels)
 	x.starved, x.now = make([]atomic.Int64, r.maxChannels), r.debloatClock()
-	x.r, x.atEnd = r, map[int]bool{}
+	x.r, x.tail = r, endinput.New(tailRoom-1)
 	x.started.Store(int64(startBlock) - 1)
 	r.x = x
 	first := &routing{block: startBlock}

@@ -39,3 +39,21 @@ func (l Live) OutputRingLen() (in, out []int) {
 // into pieces of k records per channel (cut.go), with or without
 // backpressure: a test knob.
 func ForcePieces(job *Job, k int) { job.forcePieces = k }
+
+// AtEndOfInput says, for a run with source workers, whether channel c has
+// read every block (it steps the end-of-input protocol, exchange.endBarrier)
+// and how many batches wait in the rings from the channels to the merger:
+// for tests that hold a run at a point after the end of its input. A test
+// hook, not API.
+func AtEndOfInput(l Live, c int) (atEnd bool, toMerger int) {
+	x := l.r.x
+	if x == nil {
+		return false, 0
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, rg := range l.r.mergerOuts {
+		toMerger += rg.Len()
+	}
+	return x.tail.AtEnd(c), toMerger
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/internal/endinput"
 )
 
 // sourceStage is the single source stage, the job's first stage when it
@@ -324,14 +326,19 @@ func (s *sourceStage) injectBarrier(stamp, back, k int64) error {
 // resumes with the restored state, the watermark and End. End goes once
 // those rings are empty (or cancelled): what is left then is the batch
 // each channel holds and the merger's and the sink's work, which a
-// barrier after End could not cover anyway. It returns ctx's error if the
-// run stops, or the push's.
+// barrier after End could not cover anyway. The stage drives the protocol
+// (endinput.Tail) as its one channel, polling while it says wait. It
+// returns ctx's error if the run stops, or the push's.
 func (s *sourceStage) endOfInput(ctx context.Context) error {
 	if s.r.ck == nil || s.sp == nil {
 		return nil
 	}
-	for wait := 50 * time.Microsecond; s.draining(); wait = min(2*wait, 5*time.Millisecond) {
-		if s.r.ck.dueByClock() {
+	tail := endinput.New(math.MaxInt)
+	for p := newPoll(); ; p.wait() {
+		switch tail.Step(0, endinput.Facts{Channels: 1, RingsHold: s.draining(), Due: s.r.ck.dueByClock()}).Action {
+		case endinput.Close:
+			return nil
+		case endinput.Place:
 			if err := s.injectBarrier(time.Now().UnixNano(), 0, 0); err != nil {
 				return err
 			}
@@ -339,9 +346,7 @@ func (s *sourceStage) endOfInput(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		time.Sleep(wait)
 	}
-	return nil
 }
 
 // draining says whether a ring from the splitter to the channels or from
