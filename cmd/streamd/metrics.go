@@ -356,11 +356,7 @@ func observe(job *runtime.Job, fl runFlags, stderr io.Writer) (*observers, error
 		}
 	}
 	if !fl.quiet {
-		interval := fl.statusInterval
-		if interval <= 0 {
-			interval = 5 * time.Second
-		}
-		o.status = newStatus(stderr, interval, size, lat)
+		o.status = newStatus(stderr, fl.statusInterval, size, lat)
 		if cp := job.Checkpoint; cp != nil && cp.Restore != nil {
 			o.status.base = cp.Restore.Meta.Sources["source"] // records read before the checkpoint
 		}

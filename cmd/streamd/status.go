@@ -139,7 +139,7 @@ func isTerminal(w io.Writer) bool {
 func (s *status) start(l liveView) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	tick, stopTick := s.tick, func() {}
-	if tick == nil {
+	if tick == nil && s.interval > 0 { // 0 or less: no status lines (tick stays nil)
 		t := time.NewTicker(s.interval)
 		tick, stopTick = t.C, t.Stop
 	}
