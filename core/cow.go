@@ -2,7 +2,6 @@ package core
 
 import (
 	"encoding/binary"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +18,12 @@ import (
 // Synchronisation: each group's slot goes pending → claimed → done by
 // compare-and-swap; only the claimer reads the group's state, and the
 // owner changes a group only after it is done, so the background never
-// reads state being written.
+// reads state being written. A goroutine that finds a group claimed by
+// another blocks on turn until the claimer marks it done (take). It does
+// not spin with runtime.Gosched: the owner is a stage goroutine locked to
+// its OS thread (the stage's CPU account), and every Gosched of a locked
+// goroutine hands its P to another thread and waits to be handed it
+// back — two thread switches a turn, where blocking costs two in all.
 type GroupSnapshot struct {
 	groups []int
 	slot   []int32 // group → index in groups, -1 if not in the snapshot
@@ -29,6 +33,15 @@ type GroupSnapshot struct {
 	write  func(dst []byte, group int) []byte
 	left   atomic.Int64
 	done   chan struct{}
+
+	// waiting counts the goroutines blocked (or about to block) on turn
+	// for a claimed group; a claimer that marks a group done broadcasts
+	// on turn only when it is not 0. Both sides read the other's write by
+	// sequentially consistent atomics (waiting, state), so either the
+	// waiter sees the group done or the claimer sees the waiter.
+	waiting atomic.Int32
+	turnMu  sync.Mutex
+	turn    sync.Cond
 
 	// stall, if set, is told of each of the owner's waits in Touch
 	// (serialising a group itself, or waiting for the background to
@@ -59,6 +72,7 @@ func NewGroupSnapshot(groups []int, write func(dst []byte, group int) []byte) *G
 func NewGroupSnapshotBuffers(groups []int, bufs *GroupBuffers, write func(dst []byte, group int) []byte) *GroupSnapshot {
 	s := &GroupSnapshot{groups: groups, state: make([]atomic.Uint32, len(groups)),
 		blocks: make([][]byte, len(groups)), bufs: bufs, write: write, done: make(chan struct{})}
+	s.turn.L = &s.turnMu
 	top := -1
 	for _, g := range groups {
 		top = max(top, g)
@@ -85,7 +99,8 @@ func (s *GroupSnapshot) background() {
 	}
 }
 
-// take serialises slot i if nobody has; it returns once slot i is done.
+// take serialises slot i if nobody has; it returns once slot i is done
+// (blocked on turn while another goroutine writes it).
 // owner says the caller is Touch: its time goes to the stall observer.
 func (s *GroupSnapshot) take(i int, owner bool) {
 	var t0 time.Time
@@ -96,6 +111,11 @@ func (s *GroupSnapshot) take(i int, owner bool) {
 	if s.state[i].CompareAndSwap(slotPending, slotClaimed) {
 		s.blocks[i] = s.write(s.bufs.take(s.groups[i]), s.groups[i])
 		s.state[i].Store(slotDone)
+		if s.waiting.Load() > 0 {
+			s.turnMu.Lock()
+			s.turn.Broadcast()
+			s.turnMu.Unlock()
+		}
 		if s.left.Add(-1) == 0 {
 			close(s.done)
 		}
@@ -104,8 +124,14 @@ func (s *GroupSnapshot) take(i int, owner bool) {
 		}
 		return
 	}
-	for s.state[i].Load() != slotDone {
-		runtime.Gosched()
+	if s.state[i].Load() != slotDone {
+		s.waiting.Add(1)
+		s.turnMu.Lock()
+		for s.state[i].Load() != slotDone {
+			s.turn.Wait()
+		}
+		s.turnMu.Unlock()
+		s.waiting.Add(-1)
 	}
 	if owner {
 		s.stall(time.Since(t0))

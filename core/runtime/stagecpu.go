@@ -36,8 +36,9 @@ import (
 // reads it after end (the run's WaitGroup orders the two) or, for a live
 // view, reads whatever end last stored (zero while the stage runs).
 //
-// The thread clock is a system call (not vDSO: ~0.3–1 µs), so the data
-// path does not read it per batch. It is read at begin and end, around a
+// The thread clock is a raw system call (not vDSO: ~0.3–1 µs; sched's
+// clock says why raw), so the data path does not read it per batch. It is
+// read at begin and end, around a
 // push or pop that could not complete at once and other waits, and, for a
 // stage that publishes its work (a channel's ChannelStats.CPUNs), at most
 // once per cpuSampleEvery of the stage's time in tick. Every reading
