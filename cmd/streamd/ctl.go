@@ -147,8 +147,8 @@ func ctlCommands(addr, long string) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.Atoi(args[0])
-			if err != nil {
-				return usageErr(fmt.Errorf("scale: %q is not a channel count", args[0]))
+			if err != nil || n < 1 {
+				return usageErr(fmt.Errorf("scale: %q is not a channel count (a whole number, 1 or more)", args[0]))
 			}
 			return send(cmd, addr, "scale", "", jsonBody(map[string]int{"channels": n}))
 		}})

@@ -89,6 +89,12 @@ func newRoot() *cobra.Command {
 	}
 	lf := &logFlags{}
 	lf.register(root)
+	// Every command refuses a bad --log-level (or -v with another level),
+	// also those that log nothing, such as version and validate.
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		_, _, err := lf.Level(cmd)
+		return err
+	}
 	root.AddCommand(newRunCmd(lf), newValidateCmd())
 	root.AddCommand(newBenchCmd(lf))
 	root.AddCommand(newCheckpointsCmd())

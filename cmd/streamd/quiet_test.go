@@ -82,6 +82,11 @@ func TestVerbose(t *testing.T) {
 	}{
 		{[]string{"run", job, "--log-level", "loud"}, "streamd: --log-level \"loud\": expected one of debug, info, warn, error\n"},
 		{[]string{"run", job, "-v", "--log-level", "error"}, "streamd: -v (--log-level info) and --log-level error: give one of them\n"},
+		// Commands that log nothing refuse a bad level too.
+		{[]string{"--log-level", "loud", "version"}, "streamd: --log-level \"loud\": expected one of debug, info, warn, error\n"},
+		{[]string{"validate", job, "--log-level=LOUD"}, "streamd: --log-level \"LOUD\": expected one of debug, info, warn, error\n"},
+		{[]string{"bench", "--list", "--log-level", "loud"}, "streamd: --log-level \"loud\": expected one of debug, info, warn, error\n"},
+		{[]string{"checkpoints", "list", t.TempDir(), "-v", "--log-level", "warn"}, "streamd: -v (--log-level info) and --log-level warn: give one of them\n"},
 	} {
 		if code, _, stderr := cli(t, c.args...); code != 2 || stderr != c.stderr {
 			t.Errorf("streamd %s: exit %d, stderr %q; want 2, %q", strings.Join(c.args, " "), code, stderr, c.stderr)

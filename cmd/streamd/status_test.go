@@ -115,6 +115,21 @@ func TestStatusPrints(t *testing.T) {
 	}
 }
 
+// TestStatusIntervalNone: --status-interval 0 or less prints no status
+// line on a non-terminal (a ticker of period 0 would panic; the flag's
+// help says "0 or less: none").
+func TestStatusIntervalNone(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		var w syncBuffer
+		s := newStatus(&w, d, 1_000_000, newLatency())
+		s.start(&fakeLive{})
+		s.end()
+		if out := w.String(); out != "" {
+			t.Errorf("interval %v: printed %q", d, out)
+		}
+	}
+}
+
 // TestLatencyWindow: p99 of the window, and slices leave it after the
 // window's length.
 func TestLatencyWindow(t *testing.T) {

@@ -31,7 +31,7 @@ fail() { echo "scripts/bench.sh paired: $*" >&2; exit 2; }
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "$usage" >&2; exit 2; }
 base="$1"
 pairs="${2:-8}"
-cells="${CELLS:-flights:1 flights:2 flights:4 flights:default q5:1 q5:2 q5:4 q5:default keyed:1 keyed:2 keyed:4 keyed:default keyed1m:1 keyed1m:2 keyed1m:4 keyed1m:default keyed1mck:default pipeline:1 pipeline:2 pipeline:4 pipeline:default}"
+cells="${CELLS-flights:1 flights:2 flights:4 flights:default q5:1 q5:2 q5:4 q5:default keyed:1 keyed:2 keyed:4 keyed:default keyed1m:1 keyed1m:2 keyed1m:4 keyed1m:default keyed1mck:default pipeline:1 pipeline:2 pipeline:4 pipeline:default}"
 data="$(cd "$data" 2>/dev/null && pwd || echo "$data")"
 
 # Everything is checked before anything is built.
@@ -95,7 +95,7 @@ one() {
   awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }' "$work/time"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else printf "%.3f\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 machine
 echo "A = working tree ($(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD || echo +changes)), B = $base; $pairs pairs per cell; ratio = A / B"
