@@ -17,10 +17,16 @@ import (
 	"streamd/core"
 	"streamd/core/jobfile"
 	"streamd/core/runtime"
+	"streamd/internal/tier"
 )
 
 // postJob is a keyed job whose post-region operators (pf, a filter, and
-// pm, a map) run in the output workers; sink is the sink's entry.
+// pm, a map) run in the output workers; sink is the sink's entry. Its
+// 250,000 records (600,000 in the long tier) leave room for a dozen
+// commands: each takes effect at a block boundary of the source, and on a
+// loaded 2-core machine the last of twelve landed before record 360,000
+// of 600,000; the tests pass with fewer (a command the ended job answers
+// 503 ends the loop).
 func postJob(dir, name, pfExpr, pmExpr, sink, extra string) string {
 	return fmt.Sprintf(`name: %s
 source:
@@ -29,7 +35,7 @@ source:
     keys: 300
     step: 1ms
     start: 2026-01-01T00:00:00Z
-    count: 600000
+    count: %d
 region:
   channels: 2
   key_by: [key]
@@ -47,7 +53,7 @@ post:
       d: %q
 sink:
 %s
-%s`, name, pfExpr, pmExpr, fmt.Sprintf(sink, filepath.Join(dir, name)), extra)
+%s`, name, tier.Pick(250_000, 600_000), pfExpr, pmExpr, fmt.Sprintf(sink, filepath.Join(dir, name)), extra)
 }
 
 // Updates of post-region operators run by output workers: every worker
@@ -217,7 +223,10 @@ func TestUpdatePostInline(t *testing.T) {
 // latenessJob is a keyed window with allowed lateness over generated
 // records, one in 53 of which is up to 20 s late (event time from an
 // expression): how many are added, fire their window again or are late
-// depends on the lateness in force.
+// depends on the lateness in force. Its 400,000 records (1,500,000 in the
+// long tier) leave room for the ten commands of
+// TestUpdateLatenessByteIdentical: on a loaded 2-core machine the last
+// landed before record 190,000.
 func latenessJob(dir, name, lateness string) string {
 	return fmt.Sprintf(`name: %s
 source:
@@ -226,7 +235,7 @@ source:
     keys: 50
     step: 1ms
     start: 2026-01-01T00:00:00Z
-    count: 1500000
+    count: %d
 event_time:
   expr: 'ts - duration("1ms") * ((seq * 7919) %% 53 == 0 ? seq %% 20000 : 0)'
   max_out_of_orderness: 100ms
@@ -244,7 +253,7 @@ region:
         aggregates: {n: count, total: sum(value)}
 sink:
   csv: {path: %s}
-`, name, lateness, filepath.Join(dir, name+".csv"))
+`, name, tier.Pick(400_000, 1_500_000), lateness, filepath.Join(dir, name+".csv"))
 }
 
 func latenessBody(l string) string {

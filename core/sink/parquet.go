@@ -25,6 +25,10 @@ type ParquetOptions struct {
 	// RowGroupRows is the number of rows per row group (the last may hold
 	// fewer); 0 means DefaultRowGroupRows.
 	RowGroupRows int64
+	// pageBytes is the Parquet writer's page buffer size in bytes; 0 means
+	// parquet-go's default (256 KiB). Tests make it small so that a few
+	// thousand rows fill several pages per column.
+	pageBytes int
 }
 
 // DefaultRowGroupRows is the default row group size: 122,880 rows, as
@@ -151,8 +155,12 @@ func (s *parquetSink) prepare(schema *core.Schema) error {
 }
 
 func (s *parquetSink) newWriter(out io.Writer) *parquet.Writer {
-	return parquet.NewWriter(out, s.schema, parquet.Compression(s.codec),
-		parquet.MaxRowsPerRowGroup(s.opts.RowGroupRows), parquet.CreatedBy("streamd", "", ""))
+	opts := []parquet.WriterOption{s.schema, parquet.Compression(s.codec),
+		parquet.MaxRowsPerRowGroup(s.opts.RowGroupRows), parquet.CreatedBy("streamd", "", "")}
+	if s.opts.pageBytes > 0 {
+		opts = append(opts, parquet.PageBufferSize(s.opts.pageBytes))
+	}
+	return parquet.NewWriter(out, opts...)
 }
 
 // Open creates the temporary file and the Parquet writer.

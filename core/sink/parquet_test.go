@@ -2,6 +2,7 @@ package sink
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/source"
+	"streamd/internal/tier"
 )
 
 // manyRecords returns n records cycling through records()' edge values,
@@ -204,7 +206,7 @@ func TestParquetEpochsExactlyOnce(t *testing.T) {
 }
 
 // pageRecords returns n records whose strings vary in content and
-// length: at n = 200,000 every column fills several pages.
+// length: at n = 200,000 every column fills several pages of 256 KiB.
 func pageRecords(n int) []rec {
 	rs := manyRecords(n)
 	for j := range rs {
@@ -264,14 +266,21 @@ func writeSplit(t *testing.T, k core.Sink, rs []rec, next func() int, barriers [
 // batches (one batch, one per record, fixed and random sizes), and in
 // exactly-once mode wherever the barriers fall: with rows enough for
 // several pages per column, the pages do not follow the batches. The
-// rows are cut into row groups of exactly DefaultRowGroupRows.
+// rows are cut into row groups of exactly the configured size. The long
+// tier writes 200,000 rows with the defaults (DefaultRowGroupRows,
+// parquet-go's 256 KiB pages); the fast one 20,000 rows in row groups of
+// 12,288 and 4 KiB pages, as many pages and row groups for a tenth of the
+// rows.
 func TestParquetBatchSplits(t *testing.T) {
 	dir := t.TempDir()
-	rs := pageRecords(200_000)
+	n := tier.Pick(20_000, 200_000)
+	opts := tier.Pick(ParquetOptions{RowGroupRows: 12_288, pageBytes: 4 << 10}, ParquetOptions{})
+	group := cmp.Or(opts.RowGroupRows, DefaultRowGroupRows)
+	rs := pageRecords(n)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	plain := func(name string, next func() int) []byte {
 		p := filepath.Join(dir, name+".parquet")
-		k := Parquet(p, ParquetOptions{})
+		k := Parquet(p, opts)
 		if err := k.Open(schema); err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +292,7 @@ func TestParquetBatchSplits(t *testing.T) {
 	}
 	epochs := func(name string, next func() int, barriers []int) []byte {
 		p := filepath.Join(dir, name+".parquet")
-		k := Parquet(p, ParquetOptions{}).(core.EpochSink)
+		k := Parquet(p, opts).(core.EpochSink)
 		if err := k.OpenEpochs(schema, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -298,8 +307,8 @@ func TestParquetBatchSplits(t *testing.T) {
 
 	ref := plain("one-batch", fixed(len(rs)))
 	f, sizes := rowGroupSizes(t, ref)
-	if len(sizes) != 2 || sizes[0] != DefaultRowGroupRows || sizes[1] != int64(len(rs))-DefaultRowGroupRows {
-		t.Fatalf("row groups %v, want [%d %d]", sizes, DefaultRowGroupRows, len(rs)-DefaultRowGroupRows)
+	if len(sizes) != 2 || sizes[0] != group || sizes[1] != int64(n)-group {
+		t.Fatalf("row groups %v, want [%d %d]", sizes, group, int64(n)-group)
 	}
 	for c, cc := range f.RowGroups()[0].ColumnChunks() {
 		oi, err := cc.OffsetIndex()
@@ -310,7 +319,7 @@ func TestParquetBatchSplits(t *testing.T) {
 			t.Fatalf("column %d: %d pages in the first row group, want several", c, oi.NumPages())
 		}
 	}
-	if got := readParquet(t, filepath.Join(dir, "one-batch.parquet")); len(got) != len(rs) || got[0] != rs[0] || got[len(rs)-1] != rs[len(rs)-1] || got[123_457] != rs[123_457] {
+	if got := readParquet(t, filepath.Join(dir, "one-batch.parquet")); len(got) != len(rs) || got[0] != rs[0] || got[len(rs)-1] != rs[len(rs)-1] || got[n*5/8] != rs[n*5/8] {
 		t.Fatalf("read back %d rows, wrote %d, or they differ", len(got), len(rs))
 	}
 	for _, c := range []struct {
@@ -323,11 +332,11 @@ func TestParquetBatchSplits(t *testing.T) {
 		{"random batches up to 3000", func() []byte { return plain("random", random(3000)) }},
 		{"random batches up to 100", func() []byte { return plain("random-small", random(100)) }},
 		{"epochs at odd positions", func() []byte {
-			return epochs("epochs-odd", random(2000), []int{1, 700, 1024, 1025, 1025, 99_999, DefaultRowGroupRows + 1, 199_999, 200_000})
+			return epochs("epochs-odd", random(2000), []int{1, 700, 1024, 1025, 1025, n/2 - 1, int(group) + 1, n - 1, n})
 		}},
 		{"epochs at random positions", func() []byte {
 			var bs []int
-			for at := rnd.IntN(30_000); at < len(rs); at += 1 + rnd.IntN(30_000) {
+			for at := rnd.IntN(n * 3 / 20); at < len(rs); at += 1 + rnd.IntN(n*3/20) {
 				bs = append(bs, at)
 			}
 			return epochs("epochs-random", random(700), bs)
