@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the fast test tier: the README's test command, what CI
 # runs (.ci/run). Budget: STREAMD_TEST_BUDGET (default 8m, a Go duration);
-# about 5 minutes on a quiet 2-core machine (README, "Tests"). The long tier,
+# about 4½ minutes on a quiet 2-core machine (README, "Tests"). The long tier,
 # with full grids, long crash loops, fuzzing and soak runs, is
 # scripts/test-long.sh.
 #
