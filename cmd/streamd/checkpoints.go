@@ -49,6 +49,10 @@ func newCheckpointsCmd() *cobra.Command {
 			if err != nil {
 				return jobErr(err)
 			}
+			if len(list) == 0 {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "no checkpoints in %s\n", dir)
+				return err
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tTIME\tPOSITION\tCHANNELS\tFILES\tBYTES\tSTATUS")
 			for _, c := range list {

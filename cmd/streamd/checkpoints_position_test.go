@@ -151,3 +151,13 @@ func TestCheckpointPositionInBlock(t *testing.T) {
 		t.Errorf("restored output: %d lines, want %d and a header", lines, n)
 	}
 }
+
+// checkpoints list on a checkpoint directory that holds none says so,
+// rather than printing the table's header alone.
+func TestCheckpointsListEmpty(t *testing.T) {
+	dir := t.TempDir()
+	code, out, stderr := cli(t, "checkpoints", "list", dir)
+	if want := "no checkpoints in " + dir + "\n"; code != 0 || out != want || stderr != "" {
+		t.Errorf("checkpoints list on an empty directory: exit %d, stdout %q, stderr %q; want 0, %q", code, out, stderr, want)
+	}
+}
