@@ -164,10 +164,7 @@ func TestUnionPerInputWatermarks(t *testing.T) {
 		"in/a/0.csv": seq(1000, 1900, 100), "in/a/1.csv": seq(2000, 2900, 100),
 		"in/b/0.csv": seq(0, 900, 100), "in/b/1.csv": "ts,k\n950,k\n1500,k\n", "in/b/2.csv": "ts,k\n700,k\n2950,k\n",
 	}
-	const cols = "columns: {ts: int64, k: string}"
-	job := "on_error: dead_letter\ndead_letter_path: dead.jsonl\nsource:\n  union:\n    - csv: {path: \"in/a/*.csv\", " + cols + "}\n    - csv: {path: \"in/b/*.csv\", " + cols + "}\n" +
-		"event_time: {field: ts, unit: ms, max_out_of_orderness: 0s}\n" +
-		"region:\n  key_by: [k]\n  ops:\n    - window: {size: 1s, aggregates: {n: count}, late: dead_letter}\nsink:\n  csv: {path: out.csv}\n"
+	job := unionWindowJob
 	const want = "window_start,window_end,k,n\n" +
 		"1970-01-01T00:00:00Z,1970-01-01T00:00:01Z,k,11\n" +
 		"1970-01-01T00:00:01Z,1970-01-01T00:00:02Z,k,11\n" +
@@ -204,23 +201,13 @@ func TestUnionPerInputWatermarks(t *testing.T) {
 // Had a stayed in the minimum the watermark would be 1899 and 1950 on
 // time.
 func TestUnionExhaustedInputDropsOut(t *testing.T) {
-	seq := func(ts ...int) string {
-		var b strings.Builder
-		b.WriteString("ts,k\n")
-		for _, x := range ts {
-			fmt.Fprintf(&b, "%d,k\n", x)
-		}
-		return b.String()
-	}
+	seq := unionCSV
 	var a0, b0 []int
 	for ts := range 10 {
 		a0, b0 = append(a0, 1000+100*ts), append(b0, 100*ts)
 	}
 	files := map[string]string{"in/a/0.csv": seq(a0...), "in/b/0.csv": seq(b0...), "in/b/1.csv": seq(2500), "in/b/2.csv": seq(1950)}
-	const cols = "columns: {ts: int64, k: string}"
-	job := "on_error: dead_letter\ndead_letter_path: dead.jsonl\nsource:\n  union:\n    - csv: {path: \"in/a/*.csv\", " + cols + "}\n    - csv: {path: \"in/b/*.csv\", " + cols + "}\n" +
-		"event_time: {field: ts, unit: ms, max_out_of_orderness: 0s}\n" +
-		"region:\n  key_by: [k]\n  ops:\n    - window: {size: 1s, aggregates: {n: count}, late: dead_letter}\nsink:\n  csv: {path: out.csv}\n"
+	job := unionWindowJob
 	const want = "window_start,window_end,k,n\n" +
 		"1970-01-01T00:00:00Z,1970-01-01T00:00:01Z,k,10\n" +
 		"1970-01-01T00:00:01Z,1970-01-01T00:00:02Z,k,10\n" +
@@ -393,4 +380,24 @@ func TestUnionPromise(t *testing.T) {
 	if p := f.Promise(); !p.Strong() || !strings.HasPrefix(p.String(), "determinism: strong") {
 		t.Fatalf("promise %q", p)
 	}
+}
+
+// unionWindowJob is the job of the union watermark tests: a union of the
+// CSV files in/a/*.csv and in/b/*.csv (ts in ms, k), 1-second windows
+// counting per k with no out-of-orderness, late records dead-lettered.
+const unionWindowJob = "on_error: dead_letter\ndead_letter_path: dead.jsonl\nsource:\n  union:\n" +
+	"    - csv: {path: \"in/a/*.csv\", columns: {ts: int64, k: string}}\n" +
+	"    - csv: {path: \"in/b/*.csv\", columns: {ts: int64, k: string}}\n" +
+	"event_time: {field: ts, unit: ms, max_out_of_orderness: 0s}\n" +
+	"region:\n  key_by: [k]\n  ops:\n    - window: {size: 1s, aggregates: {n: count}, late: dead_letter}\nsink:\n  csv: {path: out.csv}\n"
+
+// unionCSV is a CSV file of the union tests: a header and one record of
+// key k per time in ts (ms).
+func unionCSV(ts ...int) string {
+	var b strings.Builder
+	b.WriteString("ts,k\n")
+	for _, x := range ts {
+		fmt.Fprintf(&b, "%d,k\n", x)
+	}
+	return b.String()
 }

@@ -308,6 +308,7 @@ func exchangeCheckpointAfterEnd(t *testing.T, slow int) {
 			t.Fatal(err)
 		}
 		src := newBlockSource(recs, 8)
+		src.progress = make(chan struct{}, 1)
 		job.Source, job.SourceParallelism, job.BufferTarget = src, 1, -1
 		def := core.OperatorDef{Name: "gate", Out: testSchema, State: "gate", New: func(env core.Env) (core.Operator, error) {
 			if env.Channel == slow {
@@ -351,7 +352,11 @@ func exchangeCheckpointAfterEnd(t *testing.T, slow int) {
 	l := *live.Load()
 	for src.done.Load() < int64(src.Blocks()) {
 		if ringOf(l, slow) < 2 {
-			time.Sleep(100 * time.Microsecond)
+			select { // the worker's next batch or block end
+			case <-src.progress:
+			case err := <-done:
+				t.Fatalf("the job ended: %v", err)
+			}
 			continue
 		}
 		release()

@@ -36,6 +36,19 @@ type blockSource struct {
 	// error policy (errs, or the read's) instead of a batch.
 	every int
 	errs  *core.ErrorPolicy
+	// progress, if not nil, gets a token (without blocking: one waits at
+	// most) after each batch ReadBlock emits and after each block it reads
+	// to its end, so that a test can wait for the worker's next step
+	// instead of polling on the clock.
+	progress chan struct{}
+}
+
+// step tells s.progress that the worker moved on.
+func (s *blockSource) step() {
+	select {
+	case s.progress <- struct{}{}:
+	default:
+	}
 }
 
 func newBlockSource(recs []rec, seed uint64) *blockSource {
@@ -102,8 +115,10 @@ func (s *blockSource) ReadBlock(ctx context.Context, b int, errs *core.ErrorPoli
 		if err := emit(b); err != nil {
 			return err
 		}
+		s.step()
 	}
 	s.done.Add(1)
+	s.step()
 	return nil
 }
 
