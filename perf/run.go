@@ -17,6 +17,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/sched"
 )
@@ -163,7 +164,8 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	}
 	res := &Result{Workload: w.Name, Options: opt, Mode: w.mode(opt), Machine: machine()}
 	rec := newRecorder()
-	var job *runtime.Job
+	var job *plan.Job
+	var ropts []runtime.Option // how the job runs
 	if w.Run == nil {
 		if w.Build == nil {
 			return nil, fmt.Errorf("workload %q: neither Build nor Run", w.Name)
@@ -175,7 +177,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 		job.Log = opt.Log
 		if !opt.Unpinned {
 			p := runtime.JobPlacer(job, opt.Log)
-			job.Placer = p
+			ropts = append(ropts, runtime.Placement(p))
 			res.Machine.Pinned = p.Pinned()
 		}
 	}
@@ -199,7 +201,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 		return l.Snapshot().RecordsIn, l.Channels()
 	}
 	if job != nil {
-		job.OnStart = func(l runtime.Live) { live.Store(&l) }
+		ropts = append(ropts, runtime.OnStart(func(l runtime.Live) { live.Store(&l) }))
 		job.OnSink = func(b *core.Batch) {
 			if b.Stamp != 0 {
 				rec.Latency(time.Now().UnixNano()-b.Stamp, int64(b.Len))
@@ -216,7 +218,7 @@ func RunContext(ctx context.Context, w Workload, opt Options) (*Result, error) {
 	var rep *runtime.Report
 	var err error
 	if job != nil {
-		rep, err = runtime.Run(ctx, job)
+		rep, err = runtime.Run(ctx, job, ropts...)
 	} else {
 		err = w.Run(ctx, opt, rec)
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"streamd/core/runtime"
+	"streamd/core/plan"
 )
 
 // Options parameterise a workload run.
@@ -43,7 +43,7 @@ type Options struct {
 type Workload struct {
 	Name        string
 	Description string
-	Build       func(opt Options) (*runtime.Job, error)
+	Build       func(opt Options) (*plan.Job, error)
 	// Run, if set instead of Build, is a workload that runs no job (a
 	// micro-benchmark such as "ring"): it measures itself into rec, which
 	// records latency on one goroutine and counts records for the

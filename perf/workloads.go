@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"streamd/core/jobfile"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"streamd/core/sink"
 	"streamd/core/source"
 )
@@ -99,7 +99,7 @@ type genSpec struct {
 
 // buildGen builds a generator job from genJob and swaps its sink for
 // sink.Discard.
-func buildGen(g genSpec) (*runtime.Job, error) {
+func buildGen(g genSpec) (*plan.Job, error) {
 	var buf bytes.Buffer
 	if err := genJob.Execute(&buf, g); err != nil {
 		return nil, err
@@ -116,12 +116,12 @@ func buildGen(g genSpec) (*runtime.Job, error) {
 	return job, nil
 }
 
-func buildPipeline(opt Options) (*runtime.Job, error) {
+func buildPipeline(opt Options) (*plan.Job, error) {
 	return buildGen(genSpec{Name: "pipeline", Seed: opt.Seed, Count: opt.Count, Rate: opt.Rate, Keys: 1000,
 		Region: opt.Channels > 0, Channels: opt.Channels, Ops: mapOps})
 }
 
-func buildKeyed(opt Options) (*runtime.Job, error) {
+func buildKeyed(opt Options) (*plan.Job, error) {
 	ch := opt.Channels
 	if ch == 0 {
 		ch = 2
@@ -133,7 +133,7 @@ func buildKeyed(opt Options) (*runtime.Job, error) {
 // exampleJob loads examples/<name>/job.yaml from the repository (found
 // from the working directory up), with STREAMD_DATA set to opt.DataDir if
 // given, and builds it with opt.Channels, its sink swapped for Discard.
-func exampleJob(name string, opt Options) (*runtime.Job, error) {
+func exampleJob(name string, opt Options) (*plan.Job, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func repoRoot() (string, error) {
 	}
 }
 
-func buildFlights(opt Options) (*runtime.Job, error) {
+func buildFlights(opt Options) (*plan.Job, error) {
 	if opt.Rate > 0 || opt.Count > 0 {
 		return nil, fmt.Errorf("flights reads a file: --rate and --count do not apply")
 	}
@@ -211,7 +211,7 @@ func elasticMode(opt Options) string {
 	return fmt.Sprintf("open loop, steps %s records/s at %s", strings.Join(rates, " → "), strings.Join(at, ", "))
 }
 
-func buildElastic(opt Options) (*runtime.Job, error) {
+func buildElastic(opt Options) (*plan.Job, error) {
 	job, err := exampleJob("elastic", opt)
 	if err != nil {
 		return nil, err

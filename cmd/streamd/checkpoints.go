@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"streamd/core"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"streamd/snapshot"
 )
 
@@ -65,7 +65,7 @@ func newCheckpointsCmd() *cobra.Command {
 					bytes += f.Size
 				}
 				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%d\tok\n", c.ID, c.Meta.Time.Format("2006-01-02T15:04:05.000Z"),
-					runtime.PositionText(c.Meta.Sources), c.Meta.Channels, len(c.Meta.Files), bytes)
+					plan.PositionText(c.Meta.Sources), c.Meta.Channels, len(c.Meta.Files), bytes)
 			}
 			return w.Flush()
 		},
@@ -214,11 +214,11 @@ func inspect(w io.Writer, c *snapshot.Checkpoint) {
 }
 
 // inspectUpdates shows the control-plane updates a checkpoint recorded
-// (runtime.UpdatesExtra), which a restore from it builds again: each
+// (plan.UpdatesExtra), which a restore from it builds again: each
 // operator and its entry as the update gave it, a body of several lines
 // indented below the operator's name. Nothing when there are none.
 func inspectUpdates(w io.Writer, m *snapshot.Metadata) {
-	us, err := runtime.RestoredUpdates(m)
+	us, err := plan.RestoredUpdates(m)
 	if err != nil {
 		fmt.Fprintf(w, "updates: %v\n", err)
 		return

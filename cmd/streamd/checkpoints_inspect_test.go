@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"streamd/core"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"streamd/snapshot"
 )
 
@@ -106,7 +106,7 @@ func TestCheckpointsInspectUpdates(t *testing.T) {
 	}
 	w, _ := store.Begin(3)
 	updates := `[{"operator":"keep","body":"filter: value < 500"},{"operator":"win","body":"window:\n  size: 1s\n  allowed_lateness: 2s\n"}]`
-	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}, Extra: map[string]string{runtime.UpdatesExtra: updates}}); err != nil {
+	if err := w.Commit(snapshot.Metadata{Sources: map[string]int64{"source": 9}, Extra: map[string]string{plan.UpdatesExtra: updates}}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, _ := cli(t, "checkpoints", "inspect", ck, "3")

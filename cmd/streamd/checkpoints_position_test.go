@@ -102,12 +102,12 @@ func TestCheckpointPositionInBlock(t *testing.T) {
 	var clock atomic.Int64
 	j.Checkpoint.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	var live atomic.Pointer[runtime.Live]
-	j.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	j.Source = &dueInBlock{Splittable: j.Source.(core.Splittable), clock: &clock,
 		committed: func() bool { l := live.Load(); return l != nil && l.Snapshot().Checkpoints > 0 }}
 	var log lockedBuffer
 	j.Log = slog.New(slog.NewTextHandler(&log, nil))
-	if _, err := runtime.Run(context.Background(), j); !errors.Is(err, errStopped) {
+	if _, err := runtime.Run(context.Background(), j, onStart); !errors.Is(err, errStopped) {
 		t.Fatalf("the stopping run: %v", err)
 	}
 	ck := filepath.Join(dir, "ck")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"streamd/core/jobfile"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 )
 
@@ -40,7 +41,7 @@ type controlServer struct {
 	srv   *http.Server
 	ln    net.Listener
 	token string
-	job   *runtime.Job
+	job   *plan.Job
 	file  *jobfile.File
 	live  atomic.Pointer[runtime.Live]
 	ended atomic.Bool
@@ -80,7 +81,7 @@ func isLoopback(host string) bool {
 
 // listenControl listens on addr (checked by controlListenAddr) and serves
 // until close.
-func listenControl(addr, token string, job *runtime.Job, f *jobfile.File) (*controlServer, error) {
+func listenControl(addr, token string, job *plan.Job, f *jobfile.File) (*controlServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--control-addr %s: %w", addr, err)
@@ -95,7 +96,7 @@ func listenControl(addr, token string, job *runtime.Job, f *jobfile.File) (*cont
 
 func (s *controlServer) addr() string { return s.ln.Addr().String() }
 
-// started gives the server the job's live view (runtime.Job.OnStart).
+// started gives the server the job's live view (runtime.OnStart).
 func (s *controlServer) started(l runtime.Live) {
 	s.live.Store(&l)
 	s.readyOnce.Do(func() { close(s.ready) })
@@ -257,13 +258,13 @@ func (s *controlServer) update(w http.ResponseWriter, req *http.Request, l runti
 	const reason = "api"
 	inputs := map[string]string{"operator": name}
 	if s.file == nil {
-		out, err := l.Refuse(runtime.KindUpdate, reason, inputs, fmt.Errorf("update: %w: the job was not built from a job file", runtime.ErrRefused))
+		out, err := l.Refuse(runtime.KindUpdate, reason, inputs, fmt.Errorf("update: %w: the job was not built from a job file", plan.ErrRefused))
 		s.done(w, out, err)
 		return
 	}
 	def, err := s.file.BuildUpdate(s.job, name, body, "request")
 	switch {
-	case errors.Is(err, runtime.ErrRefused):
+	case errors.Is(err, plan.ErrRefused):
 		// Refused by the job loader's checks (an unknown operator, a
 		// window's size or aggregates changed): recorded as the job's
 		// own refusals are.
@@ -298,7 +299,7 @@ func (s *controlServer) done(w http.ResponseWriter, out runtime.Outcome, err err
 	switch {
 	case err == nil:
 		reply(w, http.StatusOK, controlReply{OK: true, Outcome: &out})
-	case errors.Is(err, runtime.ErrRefused), errors.Is(err, runtime.ErrNoRebalance):
+	case errors.Is(err, plan.ErrRefused), errors.Is(err, runtime.ErrNoRebalance):
 		reply(w, http.StatusConflict, controlReply{Error: err.Error(), Outcome: &out})
 	case errors.Is(err, runtime.ErrEnded):
 		reply(w, http.StatusServiceUnavailable, controlReply{Error: err.Error(), Outcome: &out})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 )
 
@@ -33,7 +34,7 @@ import (
 type metricsServer struct {
 	srv  *http.Server
 	ln   net.Listener
-	job  *runtime.Job
+	job  *plan.Job
 	size int64 // the source's size in records; 0 = unknown
 	lat  *latency
 
@@ -48,7 +49,7 @@ type metricsServer struct {
 
 // listenMetrics listens on addr (host:port; port 0 picks one) and serves
 // until close.
-func listenMetrics(addr string, job *runtime.Job, size int64, lat *latency) (*metricsServer, error) {
+func listenMetrics(addr string, job *plan.Job, size int64, lat *latency) (*metricsServer, error) {
 	ln, err := net.Listen("tcp", loopbackDefault(addr))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -68,7 +69,7 @@ func listenMetrics(addr string, job *runtime.Job, size int64, lat *latency) (*me
 // addr is the address the server listens on.
 func (m *metricsServer) addr() string { return m.ln.Addr().String() }
 
-// started marks the job running (from runtime.Job.OnStart).
+// started marks the job running (from runtime.OnStart).
 func (m *metricsServer) started(l liveView) { m.live.Store(&l) }
 
 // end marks the job ended: /readyz answers 503, /metrics keeps the last
@@ -313,8 +314,9 @@ func listenPprof(addr string) (*http.Server, net.Listener, error) {
 }
 
 // observers are what --metrics-addr, --pprof-addr and the status line
-// attach to a job: they hook its OnStart and OnSink (keeping hooks already
-// set) and are stopped by end and close.
+// attach to a job: they hook its OnSink (keeping a hook already set), are
+// handed its live view by started (runtime.OnStart) and are stopped by end
+// and close.
 type observers struct {
 	metrics *metricsServer
 	pprof   *http.Server
@@ -324,7 +326,7 @@ type observers struct {
 
 // observe sets up the observers fl asks for around job; status lines go to
 // stderr. The caller calls end once the job has returned, then close.
-func observe(job *runtime.Job, fl runFlags, stderr io.Writer) (*observers, error) {
+func observe(job *plan.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 	o := &observers{}
 	var size int64
 	if s, ok := job.Source.(core.Sized); ok {
@@ -370,19 +372,18 @@ func observe(job *runtime.Job, fl runFlags, stderr io.Writer) (*observers, error
 			}
 		}
 	}
-	prevStart := job.OnStart
-	job.OnStart = func(l runtime.Live) {
-		if o.metrics != nil {
-			o.metrics.started(l)
-		}
-		if o.status != nil {
-			o.status.start(l)
-		}
-		if prevStart != nil {
-			prevStart(l)
-		}
-	}
 	return o, nil
+}
+
+// started hands the observers the job's live view once it has started
+// (runtime.OnStart).
+func (o *observers) started(l runtime.Live) {
+	if o.metrics != nil {
+		o.metrics.started(l)
+	}
+	if o.status != nil {
+		o.status.start(l)
+	}
 }
 
 // end stops the status line and marks the job not ready.

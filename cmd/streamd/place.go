@@ -2,14 +2,15 @@ package main
 
 import (
 	"streamd/core/jobfile"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 )
 
-// place pins the job's stages to cores unless the job file says
-// runtime.pin: false.
-func place(f *jobfile.File, job *runtime.Job) {
+// place is where the job's stages run: pinned to cores unless the job
+// file says runtime.pin: false.
+func place(f *jobfile.File, job *plan.Job) runtime.Option {
 	if p := f.Spec.Runtime.Pin; p != nil && !*p {
-		return
+		return runtime.Placement(nil)
 	}
-	job.Placer = runtime.JobPlacer(job, job.Log)
+	return runtime.Placement(runtime.JobPlacer(job, job.Log))
 }

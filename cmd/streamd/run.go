@@ -21,6 +21,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/jobfile"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/perf"
 	"streamd/snapshot"
@@ -152,7 +153,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	}
 	job, err := f.Build(opts)
 	switch {
-	case errors.Is(err, runtime.ErrCheckpointMismatch):
+	case errors.Is(err, plan.ErrCheckpointMismatch):
 		return restoreErr(err)
 	case errors.Is(err, snapshot.ErrCorrupt) || errors.Is(err, core.ErrOutputDamaged):
 		return restoreErr(err) // the job file is fine; its checkpoints or output are not
@@ -164,7 +165,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 			fl.elasticLog + " gets rows only for changes asked for through the control plane")
 	}
 	job.Log = newLogger(stderr, fl.logLevel)
-	place(f, job)
+	ropts := []runtime.Option{place(f, job)} // how the job runs
 	if os.Getenv("GOGC") == "" {
 		// The data path recycles its batches; what the GC scans is mostly
 		// state and pooled buffers. A lazier GC costs memory, not latency.
@@ -200,19 +201,13 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		if reg := job.Region; reg != nil && len(reg.Key) > 0 && reg.Rebalance == nil {
 			// The control plane's rebalance needs the channels' per key
 			// group counts (balance.go); nothing runs on its own.
-			reg.Rebalance = &runtime.Rebalance{}
+			reg.Rebalance = &plan.Rebalance{}
 		}
 		if ctl, err = listenControl(controlAddr, fl.controlToken, job, f); err != nil {
 			return usageErr(err)
 		}
 		defer ctl.close()
-		prev := job.OnStart
-		job.OnStart = func(l runtime.Live) {
-			ctl.started(l)
-			if prev != nil {
-				prev(l)
-			}
-		}
+		ropts = append(ropts, runtime.OnStart(ctl.started))
 		if !fl.quiet {
 			say("control on http://" + ctl.addr() + "/v1/")
 		}
@@ -222,7 +217,8 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := runtime.Run(ctx, job)
+	ropts = append(ropts, runtime.OnStart(obs.started))
+	rep, err := runtime.Run(ctx, job, ropts...)
 	obs.end()
 	if ctl != nil {
 		ctl.end()
@@ -246,7 +242,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 			}
 			return jobErr(fmt.Errorf("%w (output discarded)", err))
 		}
-		if errors.Is(err, runtime.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
+		if errors.Is(err, plan.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) {
 			return restoreErr(err)
 		}
 		return jobErr(err)
@@ -259,7 +255,7 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 // checkpoints or committed output (their messages say what to do) are a
 // failure (exit 1).
 func restoreErr(err error) error {
-	if errors.Is(err, runtime.ErrCheckpointMismatch) {
+	if errors.Is(err, plan.ErrCheckpointMismatch) {
 		return usageErr(fmt.Errorf("%w; restore with the job file that took the checkpoint, or run without --restore (after removing the checkpoint directory) to start afresh", err))
 	}
 	return jobErr(err)
@@ -381,7 +377,7 @@ func printCPU(w io.Writer, r *runtime.Report) {
 // writes rows into the --elastic-log timeline without being asked through
 // the control plane: an elastic controller (the level controller or DS2),
 // a random_every schedule or a rebalancer (region.rebalance).
-func writesTimeline(job *runtime.Job) bool {
+func writesTimeline(job *plan.Job) bool {
 	reg := job.Region
 	if reg == nil || reg.Timeline == nil {
 		return false

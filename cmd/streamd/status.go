@@ -58,7 +58,7 @@ func (l *latency) rotate(now time.Time) {
 	}
 }
 
-// observe is a runtime.Job.OnSink hook: it borrows b and reads only b.Stamp.
+// observe is a plan.Job.OnSink hook: it borrows b and reads only b.Stamp.
 func (l *latency) observe(b *core.Batch) {
 	if b.Stamp == 0 {
 		return

@@ -157,7 +157,7 @@ func TestUpdatePostInline(t *testing.T) {
 	var live runtime.Live
 	var written atomic.Int64
 	started := make(chan struct{})
-	j.OnStart = func(l runtime.Live) { live = l; close(started) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live = l; close(started) })
 	j.OnSink = func(b *core.Batch) { written.Add(int64(b.Len)) }
 	var pfAt, pmAt []int64
 	var pfNext, pmNext []string
@@ -198,7 +198,7 @@ func TestUpdatePostInline(t *testing.T) {
 		}
 		sent <- nil
 	}()
-	if _, err := runtime.Run(context.Background(), j); err != nil {
+	if _, err := runtime.Run(context.Background(), j, onStart); err != nil {
 		t.Fatalf("live run: %v", err)
 	}
 	if err := <-sent; err != nil {
@@ -356,14 +356,10 @@ commands:
 	j.SourceParallelism = -1
 	var live runtime.Live
 	started := make(chan struct{})
-	prev := j.OnStart
-	j.OnStart = func(l runtime.Live) {
-		if prev != nil {
-			prev(l)
-		}
+	onStart := runtime.OnStart(func(l runtime.Live) {
 		live = l
 		close(started)
-	}
+	})
 	type answer struct {
 		out runtime.Outcome
 		err error
@@ -386,7 +382,7 @@ commands:
 		}
 	}
 	j.Source = g
-	if _, err := runtime.Run(context.Background(), j); err != nil {
+	if _, err := runtime.Run(context.Background(), j, onStart); err != nil {
 		t.Fatalf("reference run: %v", err)
 	}
 	if g.missed >= 0 {

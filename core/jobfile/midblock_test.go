@@ -129,14 +129,14 @@ func TestRestoreInsideBlock(t *testing.T) {
 			clock := &scriptClock{}
 			j.Checkpoint.Now = clock.now
 			var live atomic.Pointer[runtime.Live]
-			j.OnStart = func(l runtime.Live) { live.Store(&l) }
+			onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 			sb := &scriptedBlocks{Splittable: j.Source.(core.Splittable), clock: clock, step: time.Minute, dueBlock: 1, dueBatch: 6, crashAt: 2,
 				committed: func() bool { l := live.Load(); return l != nil && l.Snapshot().Checkpoints > 0 }}
 			j.Source = sb
 			if _, ok := sb.Splittable.(core.BlockStarts); ok {
 				j.Source = scriptedCounted{sb}
 			}
-			if _, err := runtime.Run(context.Background(), j); err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
+			if _, err := runtime.Run(context.Background(), j, onStart); err == nil || !strings.Contains(err.Error(), errCrash.Error()) {
 				t.Fatalf("%s: the crashing run: %v", name, err)
 			}
 			ck, err := snapshot.Load(newestCheckpoint(t, filepath.Join(dir, "ck")), nil)

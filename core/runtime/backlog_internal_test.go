@@ -89,11 +89,10 @@ func TestRegionLoad(t *testing.T) {
 			job := &Job{Name: "backlog", Source: src, Sink: discardSink{}, RingSize: c.ring, SourceParallelism: c.workers, BatchLinger: -1,
 				Pre: []core.OperatorDef{{Name: "even", Out: schema, New: func(core.Env) (core.Operator, error) { return evenSeq{}, nil }}},
 				Region: &Region{Channels: 1, Key: []string{"key"}, Ops: []core.OperatorDef{{Name: "gate", Out: schema,
-					New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}},
-				OnStart: func(l Live) { live <- l }}
+					New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}}}
 			done := make(chan error, 1)
 			go func() {
-				_, err := Run(context.Background(), job)
+				_, err := Run(context.Background(), job, OnStart(func(l Live) { live <- l }))
 				done <- err
 			}()
 			r := (<-live).r
@@ -141,11 +140,10 @@ func TestTimelineExternalScale(t *testing.T) {
 	cfg.PeriodNs, cfg.MaxChannels = int64(time.Hour), 2 // the controller itself decides nothing here
 	job := &Job{Name: "external", Source: src, Sink: discardSink{}, RingSize: 4, SourceParallelism: -1,
 		Region: &Region{Channels: 1, MaxChannels: 2, Key: []string{"key"}, Elastic: &Elastic{Policy: "levels", Config: cfg}, Timeline: &timeline,
-			Ops: []core.OperatorDef{{Name: "gate", Out: schema, New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}},
-		OnStart: func(l Live) { live <- l }}
+			Ops: []core.OperatorDef{{Name: "gate", Out: schema, New: func(core.Env) (core.Operator, error) { return &gate{release: release}, nil }}}}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), job)
+		_, err := Run(context.Background(), job, OnStart(func(l Live) { live <- l }))
 		done <- err
 	}()
 	l := <-live

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/ring"
 )
 
@@ -88,13 +89,8 @@ import (
 // times as many batches past the pools (cleared, colder in the cache; why
 // is still to find): hence off by default for source workers.
 
-// DefaultBatchLinger is how long the splitter holds a channel's gathered
-// sub-batch while the channel is busy, by default (Job.BatchLinger): 1 ms
-// is ten source lingers (core.Linger), so a busy channel's ring receives
-// about one slot per ms at a low rate and covers ~64 ms of descheduling.
-// Records never wait longer than they would have in the ring: a channel
-// that runs out of input takes what is gathered at once.
-const DefaultBatchLinger = time.Millisecond
+// DefaultBatchLinger is plan.DefaultBatchLinger.
+const DefaultBatchLinger = plan.DefaultBatchLinger
 
 // maxMarks bounds the markers one gathered batch carries: a channel that
 // receives no records (a keyed region whose keys all live elsewhere) still

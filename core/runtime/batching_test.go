@@ -79,7 +79,7 @@ func TestBatchingKeepsOutput(t *testing.T) {
 		job, sink := exchangeJob(t, src, m, n, 60e9, 20e9, dl)
 		job.BatchLinger = linger
 		var live runtime.Live
-		job.OnStart = func(l runtime.Live) { live = l }
+		onStart := runtime.OnStart(func(l runtime.Live) { live = l })
 		if hold {
 			ended := make(chan struct{})
 			job.Source = &endSignal{Source: src, ended: ended}
@@ -89,7 +89,7 @@ func TestBatchingKeepsOutput(t *testing.T) {
 			}}
 			job.Region.Ops = append([]core.OperatorDef{h}, job.Region.Ops...)
 		}
-		rep, err := runtime.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job, onStart)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

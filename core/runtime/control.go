@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/kvstate"
 )
 
@@ -44,11 +45,8 @@ const (
 
 // Errors of the control plane. Callers test them with errors.Is.
 var (
-	// ErrRefused: the request is not valid for this job (a channel count
-	// out of range, an update of a stateful operator, a checkpoint of a
-	// job without checkpointing); the job is unchanged. The error's text
-	// says why.
-	ErrRefused = errors.New("refused")
+	// ErrRefused is plan.ErrRefused.
+	ErrRefused = plan.ErrRefused
 	// ErrEnded: the job ended before the request was carried out.
 	ErrEnded = errors.New("the job has ended")
 	// ErrStopped is the error Run returns for a job stopped by Live.Stop
@@ -700,7 +698,7 @@ func (l Live) Plan() Plan {
 	for _, s := range []struct {
 		name string
 		defs []core.OperatorDef
-	}{{"pre", r.job.Pre}, {"region", r.job.regionOps()}, {"post", r.job.Post}} {
+	}{{"pre", r.job.Pre}, {"region", r.job.RegionOps()}, {"post", r.job.Post}} {
 		for _, d := range s.defs {
 			p.Operators = append(p.Operators, PlanOperator{Name: d.Name, Stage: s.name, Updatable: (d.State == "" && d.Partial == nil) || d.Retune != nil})
 		}
@@ -731,13 +729,6 @@ func (r *run) table() *kvstate.Table {
 		return nil
 	}
 	return r.splitter.tableNow.Load()
-}
-
-func (j *Job) regionOps() []core.OperatorDef {
-	if j.Region == nil {
-		return nil
-	}
-	return j.Region.Ops
 }
 
 // Counts returns the reconfigurations carried out by kind, and those

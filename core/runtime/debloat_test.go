@@ -123,11 +123,11 @@ func TestCheckpointsUnderBackpressureAndAfterEnd(t *testing.T) {
 	job.BatchLinger = -1
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: time.Minute, Now: clock.now}
 	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(ctx, job); done <- err }()
+	go func() { _, err := runtime.Run(ctx, job, onStart); done <- err }()
 	defer func() {
 		cancel()
 		select {
@@ -322,9 +322,9 @@ func exchangeCheckpointAfterEnd(t *testing.T, slow int) {
 	}
 	job, src := build(g, nil)
 	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(context.Background(), job); done <- err }()
+	go func() { _, err := runtime.Run(context.Background(), job, onStart); done <- err }()
 	defer func() {
 		select {
 		case <-g.finish:
@@ -489,10 +489,10 @@ func TestOutputCheckpointsUnderBackpressure(t *testing.T) {
 	src := job.Source.(*endSource)
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now}
 	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(ctx, job); done <- err }()
+	go func() { _, err := runtime.Run(ctx, job, onStart); done <- err }()
 	stopped := false
 	stop := func() {
 		if !stopped {

@@ -170,9 +170,9 @@ func exchangeJob(t *testing.T, src core.Source, m, n int, size, slide int64, dl 
 
 // runWithLetters runs job and returns its sink's lines, its report and
 // the dead-letter file at dl ("" when none was written).
-func runWithLetters(t *testing.T, name string, job *runtime.Job, sink *memSink, dl string) ([]string, *runtime.Report, string) {
+func runWithLetters(t *testing.T, name string, job *runtime.Job, sink *memSink, dl string, opts ...runtime.Option) ([]string, *runtime.Report, string) {
 	t.Helper()
-	rep, err := runtime.Run(context.Background(), job)
+	rep, err := runtime.Run(context.Background(), job, opts...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -35,10 +35,10 @@ func (l Live) OutputRingLen() (in, out []int) {
 	return in, out
 }
 
-// ForcePieces makes job's source stage or workers cut every source batch
-// into pieces of k records per channel (cut.go), with or without
+// ForcePieces makes the run's source stage or workers cut every source
+// batch into pieces of k records per channel (cut.go), with or without
 // backpressure: a test knob.
-func ForcePieces(job *Job, k int) { job.forcePieces = k }
+func ForcePieces(k int) Option { return func(o *options) { o.forcePieces = k } }
 
 // AtEndOfInput says, for a run with source workers, whether channel c has
 // read every block (it steps the end-of-input protocol, exchange.endBarrier)

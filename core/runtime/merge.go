@@ -305,24 +305,3 @@ func orderedOp(ops []core.OperatorDef) int {
 	}
 	return last
 }
-
-// RegionOrderKept says whether the merger can interleave the channels'
-// records of one firing by the region's order (regionTie): false when an
-// operator with an order (a window) is followed in the region by one that
-// does not keep its order fields unchanged (a map replacing the key, a
-// project dropping the window's end, a running aggregate), whose output
-// then depends on the channel count; at is that operator's index in ops.
-func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
-	last := orderedOp(ops)
-	if last < 0 || last == len(ops)-1 {
-		return true, -1
-	}
-	by := ops[last].OrderBy
-	for k := last + 1; k < len(ops); k++ {
-		var kept bool
-		if by, kept = core.CarryOrder(by, ops[k:k+1]); !kept {
-			return false, k
-		}
-	}
-	return true, -1
-}

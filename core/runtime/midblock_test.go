@@ -245,10 +245,10 @@ type gatedRun struct {
 func startGated(t *testing.T, name string, job *runtime.Job, g *gateCtl, clock *manualClock) *gatedRun {
 	t.Helper()
 	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &gatedRun{t: t, name: name, g: g, clock: clock, done: make(chan error, 1), cancel: cancel}
-	go func() { _, err := runtime.Run(ctx, job); r.done <- err }()
+	go func() { _, err := runtime.Run(ctx, job, onStart); r.done <- err }()
 	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
 	r.l = *live.Load()
 	return r

@@ -150,10 +150,10 @@ func checkpointsBehindSlowRecords(t *testing.T, workers bool) {
 	job.Region.Ops = append([]core.OperatorDef{g.def()}, job.Region.Ops...)
 	job.Checkpoint = &runtime.Checkpointing{Store: store, Interval: interval, Now: clock.now}
 	var live atomic.Pointer[runtime.Live]
-	job.OnStart = func(l runtime.Live) { live.Store(&l) }
+	onStart := runtime.OnStart(func(l runtime.Live) { live.Store(&l) })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { _, err := runtime.Run(ctx, job); done <- err }()
+	go func() { _, err := runtime.Run(ctx, job, onStart); done <- err }()
 	waitFor(t, "the job to start", func() bool { return live.Load() != nil })
 	l := *live.Load()
 	due := int64(interval)
@@ -302,8 +302,7 @@ func TestPiecesKeepOutput(t *testing.T) {
 		}
 		job, sink := exchangeJob(t, src, m, n, 60e9, 20e9, dl)
 		src.errs = job.Errors
-		runtime.ForcePieces(job, k)
-		lines, rep, letters := runWithLetters(t, name, job, sink, dl)
+		lines, rep, letters := runWithLetters(t, name, job, sink, dl, runtime.ForcePieces(k))
 		return result{lines, letters, rep.Late, rep.RecordsOut}
 	}
 	ms, ns, ks := []int{-1, 2}, []int{1, 3}, []int{7, 100}

@@ -9,23 +9,9 @@ import (
 
 	"streamd/core"
 	"streamd/core/runtime/handoff"
-	"streamd/elastic"
 	"streamd/kvstate"
 	"streamd/ring"
 )
-
-// Elastic configures the controller that changes a region's channel count
-// while the job runs (Gedik et al., IEEE TPDS 25(6), 2014; DS2, OSDI 2018).
-type Elastic struct {
-	// Policy is "levels" (the TPDS 2014 level controller), "ds2" or "off".
-	Policy string
-	Config elastic.Config
-	// DryRun logs every decision without carrying it out.
-	DryRun bool
-	// Now, if set, is the clock periods are measured by (tests: a period
-	// per call makes every source batch a period boundary).
-	Now func() time.Time
-}
 
 // reconf is one live change of the channel count, from the splitter's
 // sequence number seq on (prepare → sync → update, docs/ARCHITECTURE.md,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/kvstate"
 	"streamd/ring"
 	"streamd/sched"
@@ -29,6 +30,7 @@ const DefaultRingSize = 64
 // run is one execution of a Job.
 type run struct {
 	job    *Job
+	opt    options // Run's Options
 	log    *slog.Logger
 	cancel context.CancelFunc
 
@@ -335,11 +337,13 @@ func outSchema(in *core.Schema, defs []core.OperatorDef) *core.Schema {
 // stopped, every operator instance has been closed (core.Closer), the sink
 // has been closed or aborted (if it was opened), and the error policy and
 // the source have been closed. One path does that: teardown.
-func Run(ctx context.Context, job *Job) (*Report, error) {
+//
+// opts say how it runs, apart from what it is: Placement, OnStart.
+func Run(ctx context.Context, job *plan.Job, opts ...Option) (*Report, error) {
 	if cp := job.Checkpoint; cp != nil {
 		defer cp.Store.Unlock() // a store from snapshot.OpenLocked: the run is over
 	}
-	if err := job.validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		if job.Source != nil {
 			job.Source.Close()
 		}
@@ -355,6 +359,9 @@ func Run(ctx context.Context, job *Job) (*Report, error) {
 		job.RingSize = DefaultRingSize
 	}
 	r := &run{job: job, log: job.Log, bell: newDoorbell()}
+	for _, o := range opts {
+		o(&r.opt)
+	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -424,7 +431,7 @@ func (r *run) build() error {
 			if reg := job.Region; reg != nil {
 				ops, groups = reg.Ops, cmp.Or(reg.Groups, kvstate.DefaultGroups)
 			}
-			if err := checkRestore(&cp.Restore.Meta, cp, ops, groups); err != nil {
+			if err := CheckRestore(&cp.Restore.Meta, cp, &Region{Ops: ops, Groups: groups}); err != nil {
 				return err
 			}
 			r.restore = cp.Restore
@@ -497,7 +504,7 @@ func (r *run) build() error {
 			r.splitter.table = startTable(r.restore, r.splitter.table != nil, reg.Groups, n)
 			r.splitter.tableNow.Store(r.splitter.table)
 			r.splitter.cpu = r.src.cpu
-			r.splitter.force = job.forcePieces
+			r.splitter.force = r.opt.forcePieces
 			if r.splitter.db = r.newDebloater(); r.splitter.db != nil {
 				r.splitter.db.countPieces(make([]atomic.Int32, r.maxChannels))
 			}
@@ -584,10 +591,10 @@ func (r *run) launch() error {
 	if r.out == nil {
 		post = newInlineWorker(r)
 	}
-	if job.OnStart != nil {
-		job.OnStart(Live{r: r})
+	for _, f := range r.opt.onStart {
+		f(Live{r: r})
 	}
-	r.placer = job.Placer
+	r.placer = r.opt.placer
 	if r.placer == nil {
 		r.placer = goPlacer{}
 	}

@@ -335,8 +335,8 @@ func TestPanicStopsJob(t *testing.T) {
 	for _, placer := range []runtime.Placer{nil, runtime.NewCorePlacer(2, 0, 0, nil)} {
 		sink := &memSink{}
 		job := &runtime.Job{Source: &sliceSource{recs: genRecords(50000, 20, 3), rnd: rand.New(rand.NewPCG(1, 2))},
-			Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2, Placer: placer}
-		_, err := runtime.Run(context.Background(), job)
+			Region: &runtime.Region{Channels: 2, Key: []string{"k"}, Ops: []core.OperatorDef{def}}, Sink: sink, RingSize: 2}
+		_, err := runtime.Run(context.Background(), job, runtime.Placement(placer))
 		if err == nil || !strings.Contains(err.Error(), "panicked: bad operator") || !sink.aborted {
 			t.Fatalf("err = %v, aborted %v", err, sink.aborted)
 		}
@@ -361,8 +361,8 @@ func TestStampsAndLiveView(t *testing.T) {
 		}
 	}
 	var live runtime.Live
-	job.OnStart = func(l runtime.Live) { live = l }
-	rep, err := runtime.Run(context.Background(), job)
+	onStart := runtime.OnStart(func(l runtime.Live) { live = l })
+	rep, err := runtime.Run(context.Background(), job, onStart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,11 +388,11 @@ func TestRefuseRecorded(t *testing.T) {
 	var live runtime.Live
 	var out runtime.Outcome
 	var rerr error
-	job.OnStart = func(l runtime.Live) {
+	onStart := runtime.OnStart(func(l runtime.Live) {
 		live = l
 		out, rerr = l.Refuse(runtime.KindUpdate, "api", map[string]string{"operator": "win"}, fmt.Errorf("update win: %w: size (1s → 2s)", runtime.ErrRefused))
-	}
-	rep, err := runtime.Run(context.Background(), job)
+	})
+	rep, err := runtime.Run(context.Background(), job, onStart)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ type splitter struct {
 	now    func() int64
 	in     *core.Schema
 	// force, when > 0, is the piece every channel gets whatever is
-	// measured (cut.go; a test knob: Job.forcePieces).
+	// measured (cut.go; a test knob: options.forcePieces).
 	force int
 }
 

@@ -66,8 +66,8 @@ func TestElasticControllerOnControlAPI(t *testing.T) {
 		job.Region.MaxChannels, job.Region.Timeline = 8, &tl
 		job.Region.Elastic = &runtime.Elastic{Policy: "levels", Config: cfg, Now: tickClock()}
 		var live runtime.Live
-		job.OnStart = func(l runtime.Live) { live = l }
-		rep := runOK(t, name, job)
+		onStart := runtime.OnStart(func(l runtime.Live) { live = l })
+		rep := runOK(t, name, job, onStart)
 		if !slices.Equal(sink.lines, refSink.lines) {
 			t.Fatalf("%s: %d lines vs %d: %s", name, len(sink.lines), len(refSink.lines), diffAt(sink.lines, refSink.lines))
 		}
@@ -139,8 +139,8 @@ func TestPauseHoldsController(t *testing.T) {
 		job.Region.MaxChannels, job.Region.Timeline = 8, &tl
 		job.Region.Elastic = &runtime.Elastic{Policy: "levels", Config: cfg, Now: tickClock()}
 		var live runtime.Live
-		job.OnStart = func(l runtime.Live) { live = l; l.PauseController("test") }
-		rep := runOK(t, name, job)
+		onStart := runtime.OnStart(func(l runtime.Live) { live = l; l.PauseController("test") })
+		rep := runOK(t, name, job, onStart)
 		plan := live.Plan()
 		if rep.Rescales != 0 || rep.CurrentChannels != 5 || plan.Decision != "" || !plan.Paused {
 			t.Fatalf("%s: %d rescales, %d channels, last decision %q, paused %v", name, rep.Rescales, rep.CurrentChannels, plan.Decision, plan.Paused)
@@ -228,9 +228,9 @@ func TestTimelineRebalanceRows(t *testing.T) {
 }
 
 // runOK runs job and fails the test on an error.
-func runOK(t *testing.T, name string, job *runtime.Job) *runtime.Report {
+func runOK(t *testing.T, name string, job *runtime.Job, opts ...runtime.Option) *runtime.Report {
 	t.Helper()
-	rep, err := runtime.Run(context.Background(), job)
+	rep, err := runtime.Run(context.Background(), job, opts...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

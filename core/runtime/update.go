@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/snapshot"
 )
 
@@ -249,28 +250,13 @@ func updateOf(b *core.Batch) *update {
 	return u
 }
 
-// UpdateRecord is one change of logic a checkpoint carries: the operator
-// and its entry as the update gave it. The latest per operator, in the
-// order they were placed.
-type UpdateRecord struct {
-	Operator string `json:"operator"`
-	Body     string `json:"body"`
-}
+// UpdateRecord is plan.UpdateRecord.
+type UpdateRecord = plan.UpdateRecord
 
-// UpdatesExtra is the checkpoint metadata extra holding the updates in
-// force at its barrier (JSON []UpdateRecord; absent when none).
-const UpdatesExtra = "updates"
+// UpdatesExtra is plan.UpdatesExtra.
+const UpdatesExtra = plan.UpdatesExtra
 
-// RestoredUpdates returns the updates a checkpoint recorded, which the job
-// loader builds again before a restored run starts.
+// RestoredUpdates is plan.RestoredUpdates.
 func RestoredUpdates(meta *snapshot.Metadata) ([]UpdateRecord, error) {
-	text := meta.Extra[UpdatesExtra]
-	if text == "" {
-		return nil, nil
-	}
-	var us []UpdateRecord
-	if err := json.Unmarshal([]byte(text), &us); err != nil {
-		return nil, fmt.Errorf("checkpoint's updates: %w", err)
-	}
-	return us, nil
+	return plan.RestoredUpdates(meta)
 }

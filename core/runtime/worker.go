@@ -73,7 +73,7 @@ func newSourceWorker(x *exchange, table *kvstate.Table, n int) (*sourceWorker, e
 		return nil, err
 	}
 	sp.table = table // one table, read-only, shared by the workers
-	sp.force = r.job.forcePieces
+	sp.force = r.opt.forcePieces
 	if lg := r.job.BatchLinger; lg > 0 { // only when asked for (Job.BatchLinger)
 		sp.gatherOn(lg, r.clock())
 		sp.flat = true

@@ -68,10 +68,10 @@ sink:
 		t.Fatal(err)
 	}
 	started := make(chan runtime.Live, 1)
-	job.OnStart = func(l runtime.Live) { started <- l }
+	onStart := runtime.OnStart(func(l runtime.Live) { started <- l })
 	done := make(chan *runtime.Report, 1)
 	go func() {
-		rep, err := runtime.Run(context.Background(), job)
+		rep, err := runtime.Run(context.Background(), job, onStart)
 		if err != nil {
 			t.Error(err)
 		}
