@@ -11,6 +11,7 @@ import (
 
 	"streamd/core/jobfile"
 	"streamd/core/plan"
+	"streamd/core/runtime"
 	"streamd/core/sink"
 	"streamd/core/source"
 )
@@ -108,7 +109,7 @@ func buildGen(g genSpec) (*plan.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	job, err := f.Build(jobfile.Options{})
+	job, err := f.Build(jobfile.Options{Cores: runtime.UsableCores()})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func exampleJob(name string, opt Options) (*plan.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	job, err := f.Build(jobfile.Options{Channels: opt.Channels})
+	job, err := f.Build(jobfile.Options{Channels: opt.Channels, Cores: runtime.UsableCores()})
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,8 @@ func runJob(ctx context.Context, path string, fl runFlags, stderr io.Writer) err
 		}
 	}
 	say := func(msg string) { fmt.Fprintln(stderr, "streamd:", msg) }
-	opts := jobfile.Options{Channels: fl.channels, SourceParallelism: fl.sourcePar, OutputWorkers: fl.outWorkers, Restore: fl.restore, Warn: say}
+	opts := jobfile.Options{Channels: fl.channels, SourceParallelism: fl.sourcePar, OutputWorkers: fl.outWorkers, Restore: fl.restore, Warn: say,
+		Cores: runtime.UsableCores()}
 	if !fl.quiet {
 		opts.Info = say
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"streamd/core/jobfile"
+	"streamd/core/runtime"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -20,7 +21,7 @@ func newValidateCmd() *cobra.Command {
 			}
 			// Validate changes nothing on disk (checkpoint.dir is only
 			// read); notes about it go to standard error.
-			job, err := f.Build(jobfile.Options{Validate: true,
+			job, err := f.Build(jobfile.Options{Validate: true, Cores: runtime.UsableCores(),
 				Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "streamd: note:", msg) }})
 			if err != nil {
 				return usageErr(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 )
 
@@ -236,7 +237,7 @@ func TestDeadLetterFile(t *testing.T) {
 
 // buildJobFile writes job.yaml into dir, loads it and builds it with opt
 // (a failure fails the test).
-func buildJobFile(t *testing.T, dir, text string, opt Options) *runtime.Job {
+func buildJobFile(t *testing.T, dir, text string, opt Options) *plan.Job {
 	t.Helper()
 	path := filepath.Join(dir, "job.yaml")
 	writeFile(t, path, text)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/eval"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"streamd/core/timeparse"
 	"streamd/elastic"
 	"streamd/kvstate"
@@ -39,7 +40,7 @@ type Options struct {
 	// Stdout is where a stdout sink writes (default os.Stdout).
 	Stdout *os.File
 	// ElasticLog, if set, receives the region's reconfiguration timeline
-	// (CSV: runtime.Region.Timeline).
+	// (CSV: plan.Region.Timeline).
 	ElasticLog io.Writer
 	// Restore is "" (start fresh), "latest" (the newest valid checkpoint
 	// in checkpoint.dir) or a checkpoint directory.
@@ -54,13 +55,27 @@ type Options struct {
 	// Info, if set, receives notes that are not warnings (which checkpoint
 	// a restore resumes from); `streamd run --quiet` leaves it nil.
 	Info func(msg string)
+	// Cores is how many cores the job may use, for the defaults that
+	// depend on them (an elastic region's max_channels: Cores − 2). 0:
+	// Go's runtime.NumCPU (the affinity mask only); streamd passes the
+	// runtime's count, which the cgroup quota bounds too
+	// (runtime.UsableCores).
+	Cores int
+}
+
+// cores is Cores, or Go's count when it is 0.
+func (o Options) cores() int {
+	if o.Cores > 0 {
+		return o.Cores
+	}
+	return goruntime.NumCPU()
 }
 
 // Build opens the source, compiles every expression, loads lookup tables
 // and binds every operator to its input schema. Errors name their position
 // in the file. The caller runs the job with runtime.Run, which closes the
 // source and the sink.
-func (f *File) Build(opt Options) (*runtime.Job, error) {
+func (f *File) Build(opt Options) (*plan.Job, error) {
 	s := &f.Spec
 	mode, err := core.ParseErrorMode(s.OnError)
 	if err != nil {
@@ -76,7 +91,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 			return nil, err
 		}
 	}
-	job := &runtime.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
+	job := &plan.Job{Name: s.Name, Errors: errs, RingSize: s.Runtime.RingSize}
 	if job.Name == "" {
 		job.Name = strings.TrimSuffix(baseName(f.Path), ".yaml")
 	}
@@ -139,7 +154,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		return nil, fmt.Errorf("--channels must be between 1 and %d, not %d", maxChannels, opt.Channels)
 	}
 	if r := s.Region; r != nil {
-		reg := &runtime.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
+		reg := &plan.Region{Channels: 1, Key: r.KeyBy, Groups: r.KeyGroups}
 		if r.Channels != nil {
 			reg.Channels = *r.Channels
 			if reg.Channels < 1 || reg.Channels > maxChannels {
@@ -170,7 +185,7 @@ func (f *File) Build(opt Options) (*runtime.Job, error) {
 		if len(r.Ops) == 0 {
 			return nil, f.errAt("region", "a region needs ops")
 		}
-		if err := f.buildElastic(r.Elastic, reg, opt.Channels); err != nil {
+		if err := f.buildElastic(r.Elastic, reg, opt.Channels, opt.cores()); err != nil {
 			return nil, err
 		}
 		if err := f.buildRebalance(r.Rebalance, reg); err != nil {
@@ -256,7 +271,7 @@ func (f *File) ioStates() (source, sink string) {
 	})
 }
 
-// ioStates describes the job's source and sink for runtime.Checkpointing:
+// ioStates describes the job's source and sink for plan.Checkpointing:
 // each as its kind describes itself (sourceEntry.describe,
 // sinkEntry.describe: without what a restored run may change, such as a
 // generator's count and rate or a CSV file's parsing parallelism, and
@@ -332,8 +347,8 @@ func (f *File) buildSource(errs *core.ErrorPolicy, opt Options) (core.Source, er
 	return k.build(&sourceBuild{keyAt: keyAt{f, "source." + k.name}, errs: errs, validate: opt.Validate, info: opt.Info}, spec)
 }
 
-func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (runtime.EventTime, error) {
-	out := runtime.EventTime{Field: et.Field, Input: f.sourceInput()}
+func (f *File) buildEventTime(et *EventTimeSpec, s *core.Schema) (plan.EventTime, error) {
+	out := plan.EventTime{Field: et.Field, Input: f.sourceInput()}
 	var t core.Type
 	switch {
 	case et.Expr != "" && et.Field != "":
@@ -445,7 +460,7 @@ func (f *File) sourceInput() string {
 	return k.name
 }
 
-func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) ([]core.OperatorDef, *core.Schema, error) {
+func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *plan.Region) ([]core.OperatorDef, *core.Schema, error) {
 	var defs []core.OperatorDef
 	for i := range specs {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -461,7 +476,7 @@ func (f *File) buildOps(path string, specs []OpSpec, in *core.Schema, errs *core
 
 // buildOp builds the operator of the entry at p, bound to its input in; reg
 // is the region it runs in (nil in pipeline and post).
-func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *runtime.Region) (core.OperatorDef, error) {
+func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPolicy, reg *plan.Region) (core.OperatorDef, error) {
 	k, spec, err := opKinds.choose(f, p, o.ops, false)
 	if err != nil {
 		return core.OperatorDef{}, err
@@ -608,7 +623,7 @@ func (m mkdirSink) Commit(epoch uint64) error {
 
 // buildCheckpoint opens the checkpoint store and, with Options.Restore,
 // the checkpoint to resume from.
-func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Region) (*runtime.Checkpointing, error) {
+func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *plan.Region) (*plan.Checkpointing, error) {
 	c := f.Spec.Checkpoint
 	if c == nil {
 		if opt.Restore != "" {
@@ -644,7 +659,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 	if timeout <= 0 {
 		return nil, f.errAt("checkpoint.timeout", "timeout must be positive")
 	}
-	cp := &runtime.Checkpointing{Interval: interval, Timeout: timeout}
+	cp := &plan.Checkpointing{Interval: interval, Timeout: timeout}
 	cp.Source, cp.Sink = f.ioStates()
 	dir := f.path(c.Dir)
 	if opt.Validate {
@@ -653,7 +668,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 	// Besides its files' checksums, a checkpoint to restore must have been
 	// taken by this job, and the output it committed must be intact.
 	fits := func(c *snapshot.Checkpoint) error {
-		if err := runtime.CheckRestore(&c.Meta, cp, region); err != nil {
+		if err := plan.CheckRestore(&c.Meta, cp, region); err != nil {
 			return err
 		}
 		// A source may refuse a position its settings cannot resume
@@ -663,7 +678,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 				return fmt.Errorf("%s: %w", snapshot.Name(c.Meta.ID), err)
 			}
 		}
-		return runtime.VerifyOutput(sink, c)
+		return plan.VerifyOutput(sink, c)
 	}
 	// A restore that is bound to be refused creates nothing: OpenLocked
 	// would make the directory and its lock file first.
@@ -711,7 +726,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 		var mismatch error
 		ck, skipped, err := cp.Store.LatestWhere(func(c *snapshot.Checkpoint) error {
 			err := fits(c)
-			if errors.Is(err, runtime.ErrCheckpointMismatch) && mismatch == nil {
+			if errors.Is(err, plan.ErrCheckpointMismatch) && mismatch == nil {
 				mismatch = err
 			}
 			return err
@@ -742,7 +757,7 @@ func (f *File) buildCheckpoint(opt Options, sink core.Sink, region *runtime.Regi
 			return nil, fmt.Errorf("restore: %w", err)
 		}
 		if opt.Info != nil {
-			opt.Info(fmt.Sprintf("restoring from %s (source position %s)", cp.Restore.Dir, runtime.PositionText(cp.Restore.Meta.Sources)))
+			opt.Info(fmt.Sprintf("restoring from %s (source position %s)", cp.Restore.Dir, plan.PositionText(cp.Restore.Meta.Sources)))
 		}
 	}
 	built = true // runtime.Run unlocks the store when the job is over
@@ -780,9 +795,9 @@ func (f *File) viewCheckpoints(dir string, opt Options) error {
 const DefaultRebalance = "off"
 
 // buildRebalance configures load balancing at the same channel count
-// (runtime.Rebalance) for a keyed region: off, auto, or a random-steps
+// (plan.Rebalance) for a keyed region: off, auto, or a random-steps
 // schedule (tests, demonstrations).
-func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
+func (f *File) buildRebalance(s *RebalanceSpec, reg *plan.Region) error {
 	if s == nil {
 		if len(reg.Key) == 0 || DefaultRebalance == "off" {
 			return nil
@@ -800,7 +815,7 @@ func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
 	if s.RandomEvery < 0 {
 		return f.errAt("region.rebalance.random_every", "random_every must be positive (or 0 for none), not %d", s.RandomEvery)
 	}
-	cfg := &runtime.Rebalance{Auto: s.Mode == "auto" && s.RandomEvery == 0, RandomEvery: s.RandomEvery, Seed: s.Seed}
+	cfg := &plan.Rebalance{Auto: s.Mode == "auto" && s.RandomEvery == 0, RandomEvery: s.RandomEvery, Seed: s.Seed}
 	if t := s.TargetSkew; t != nil {
 		if !(*t >= 1 && *t <= 100) {
 			return f.errAt("region.rebalance.target_skew", "target_skew is max channel load / mean: between 1 and 100, not %v", *t)
@@ -830,8 +845,9 @@ func (f *File) buildRebalance(s *RebalanceSpec, reg *runtime.Region) error {
 // buildElastic configures live channel changes: a controller policy, or a
 // seeded random schedule (tests, demonstrations). reg.Channels is the
 // starting count; flagChannels > 0 says --channels set it, and an error
-// about it then names the flag rather than region.channels.
-func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels int) error {
+// about it then names the flag rather than region.channels. cores is
+// Options.Cores, resolved.
+func (f *File) buildElastic(e *ElasticSpec, reg *plan.Region, flagChannels, cores int) error {
 	if e == nil {
 		return nil
 	}
@@ -920,7 +936,7 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels in
 	}
 	cfg.MaxChannels = e.MaxChannels
 	if cfg.MaxChannels == 0 {
-		cfg.MaxChannels = max(reg.Channels, runtime.UsableCores()-2, 1)
+		cfg.MaxChannels = max(reg.Channels, cores-2, 1)
 	}
 	if cfg.MaxChannels > 1024 || (len(reg.Key) > 0 && cfg.MaxChannels > reg.Groups) {
 		return f.errAt("region.elastic.max_channels", "max_channels %d: at most 1024 and the number of key groups", cfg.MaxChannels)
@@ -972,6 +988,6 @@ func (f *File) buildElastic(e *ElasticSpec, reg *runtime.Region, flagChannels in
 	if policy == "" {
 		policy = "levels"
 	}
-	reg.Elastic = &runtime.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun}
+	reg.Elastic = &plan.Elastic{Policy: policy, Config: cfg, DryRun: e.DryRun}
 	return nil
 }

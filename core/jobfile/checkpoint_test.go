@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/snapshot"
 )
@@ -197,7 +198,7 @@ func TestRestoreSkipsDamagedOutput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	build := func() (*runtime.Job, []string, error) {
+	build := func() (*plan.Job, []string, error) {
 		var warnings []string
 		j, err := f.Build(Options{Restore: "latest", Warn: func(m string) { warnings = append(warnings, m) }})
 		if err == nil {
@@ -223,7 +224,7 @@ func TestRestoreSkipsDamagedOutput(t *testing.T) {
 }
 
 // A job whose sink changed since its checkpoints is refused as not fitting
-// them (runtime.ErrCheckpointMismatch) — with --restore latest too, where the
+// them (plan.ErrCheckpointMismatch) — with --restore latest too, where the
 // missing output of the new sink path would otherwise look like damage —
 // and a refused --restore DIR creates no checkpoint directory.
 func TestRestoreRefusesChangedSink(t *testing.T) {
@@ -249,12 +250,12 @@ func TestRestoreRefusesChangedSink(t *testing.T) {
 	}
 	moved := job("moved.yaml", "elsewhere.csv", "ck")
 	_, err := moved.Build(Options{Restore: "latest"})
-	if !errors.Is(err, runtime.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "elsewhere.csv") {
+	if !errors.Is(err, plan.ErrCheckpointMismatch) || errors.Is(err, core.ErrOutputDamaged) || !strings.Contains(err.Error(), "elsewhere.csv") {
 		t.Fatalf("--restore latest into another sink path: %v", err)
 	}
 	fresh := job("fresh.yaml", "elsewhere.csv", "ck2")
 	_, err = fresh.Build(Options{Restore: filepath.Join(dir, "ck", snapshot.Name(1))})
-	if !errors.Is(err, runtime.ErrCheckpointMismatch) {
+	if !errors.Is(err, plan.ErrCheckpointMismatch) {
 		t.Fatalf("--restore DIR into another sink path: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ck2")); !os.IsNotExist(err) {

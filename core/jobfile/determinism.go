@@ -2,7 +2,7 @@ package jobfile
 
 import (
 	"fmt"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"strings"
 )
 
@@ -98,16 +98,16 @@ func (f *File) Promise() Promise {
 
 // checkRegionOrder notes, once the region's operators are built, a
 // window followed in the region by an operator that does not keep the
-// window's end and key fields unchanged (runtime.RegionOrderKept): the
+// window's end and key fields unchanged (plan.RegionOrderKept): the
 // merger then interleaves the channels' rows of one firing by channel,
 // so their order depends on the channel count. It is a weak use
 // (Promise); under determinism: strong, an error at that operator. An
 // unordered region has no order to keep.
-func (f *File) checkRegionOrder(reg *runtime.Region) error {
+func (f *File) checkRegionOrder(reg *plan.Region) error {
 	if reg.Unordered {
 		return nil
 	}
-	ok, at := runtime.RegionOrderKept(reg.Ops)
+	ok, at := plan.RegionOrderKept(reg.Ops)
 	if ok {
 		return nil
 	}

@@ -1,4 +1,7 @@
-// Package jobfile reads a job.yaml into a runnable runtime.Job.
+// Package jobfile reads a job.yaml into a job description (plan.Job),
+// ready for runtime.Run. It does not import the runtime (TestNoRuntime):
+// what depends on the machine running the job comes in through Options
+// (Cores).
 //
 // The file is decoded strictly: an unknown key, a value of the wrong type, a
 // missing required key or a reference to a field that does not exist is an

@@ -3,7 +3,7 @@ package jobfile
 import (
 	"testing"
 
-	"streamd/core/runtime"
+	"streamd/core/plan"
 	"streamd/elastic"
 )
 
@@ -18,8 +18,8 @@ func TestElasticKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := &runtime.Region{Channels: 2, Key: []string{"key"}, Groups: 4096}
-		if err := f.buildElastic(f.Spec.Region.Elastic, reg, 0); err != nil {
+		reg := &plan.Region{Channels: 2, Key: []string{"key"}, Groups: 4096}
+		if err := f.buildElastic(f.Spec.Region.Elastic, reg, 0, 16); err != nil {
 			t.Fatal(err)
 		}
 		return reg.Elastic.Config

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/internal/tier"
 	"streamd/snapshot"
@@ -345,7 +346,7 @@ func TestManyFilesRestore(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "in", "d.csv"), "ts,k,v,note\n1,k,1,x\n")
 	_, err = f.Build(Options{Restore: "latest"})
-	if !errors.Is(err, runtime.ErrCheckpointMismatch) || !strings.Contains(err.Error(), "in/d.csv") {
+	if !errors.Is(err, plan.ErrCheckpointMismatch) || !strings.Contains(err.Error(), "in/d.csv") {
 		t.Fatalf("restore after a file was added: %v", err)
 	}
 }

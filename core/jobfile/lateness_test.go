@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/internal/tier"
 	"streamd/snapshot"
@@ -316,7 +317,7 @@ func TestWindowUpdateSameSettingsWrittenOtherwise(t *testing.T) {
 		{"window: {size: 10s, local_aggregation: auto, aggregates: {n: count, s: sum(v)}}", "local_aggregation (off → auto)"},
 	} {
 		_, err := f.BuildUpdate(j, "win", []byte(c.body), "request")
-		if err == nil || !errors.Is(err, runtime.ErrRefused) || !strings.Contains(err.Error(), c.want) {
+		if err == nil || !errors.Is(err, plan.ErrRefused) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want refused with %q", c.body, err, c.want)
 		}
 	}

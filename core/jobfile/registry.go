@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"streamd/core"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 )
 
 // The registry holds every operator, source and sink kind a job file can
@@ -111,7 +111,7 @@ type sourceEntry[T any] struct {
 	replayable bool
 	build      func(b *sourceBuild, spec *T) (core.Source, error)
 	// describe returns the settings a checkpoint records for the source
-	// (rendered as JSON under its name, runtime.Checkpointing.Source):
+	// (rendered as JSON under its name, plan.Checkpointing.Source):
 	// without what a restored run may change, defaults written out, so
 	// that writing a default out is no change; it may add what the spec
 	// does not say but the records depend on (the generator's algorithm).
@@ -132,7 +132,7 @@ type sinkEntry[T any] struct {
 	rank  int
 	build func(b *sinkBuild, spec *T) (core.Sink, error)
 	// describe returns the settings a checkpoint records for the sink
-	// (runtime.Checkpointing.Sink): defaults written out, file paths made
+	// (plan.Checkpointing.Sink): defaults written out, file paths made
 	// absolute with resolve. Nil: the spec as written.
 	describe func(spec T, resolve func(string) string) T
 	// output, if set, names the file or the directory of parts the sink
@@ -397,7 +397,7 @@ type opBuild struct {
 	// shutdown", dead letters in input order).
 	// region is the parallel region the operator runs in; nil in pipeline
 	// and post. A keyed operator always has one, with a key.
-	region *runtime.Region
+	region *plan.Region
 }
 
 // sourceBuild is what a source's builder is given.

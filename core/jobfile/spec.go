@@ -36,7 +36,7 @@ type EventTimeSpec struct {
 	Unit              string `yaml:"unit"`
 	MaxOutOfOrderness string `yaml:"max_out_of_orderness"`
 	// MaxAhead: records whose event time is further ahead than this (a
-	// duration) are malformed; "" or 0 is off (runtime.EventTime.MaxAhead).
+	// duration) are malformed; "" or 0 is off (plan.EventTime.MaxAhead).
 	MaxAhead string `yaml:"max_ahead,omitempty"`
 }
 
@@ -135,7 +135,7 @@ func (OpSpec) yamlShape() reflect.Type { return opKinds.shapeType() }
 
 // SourceSpec holds exactly one source, under its kind's key (the
 // registry's source kinds: csv, parquet, …), and optionally parallelism:
-// how many source workers read it at once (runtime.Job.SourceParallelism;
+// how many source workers read it at once (plan.Job.SourceParallelism;
 // 0, the default, lets the engine choose).
 type SourceSpec struct{ sources choice }
 
@@ -191,13 +191,13 @@ func yamlType(t reflect.Type) reflect.Type {
 type RuntimeSpec struct {
 	RingSize int   `yaml:"ring_size"`
 	Pin      *bool `yaml:"pin"`
-	// OutputWorkers is runtime.Job.OutputParallelism: 0 (the default)
+	// OutputWorkers is plan.Job.OutputParallelism: 0 (the default)
 	// lets the engine choose, 1 … 256 sets it.
 	OutputWorkers int `yaml:"output_workers"`
-	// BufferTarget is runtime.Job.BufferTarget: a positive duration, "off",
+	// BufferTarget is plan.Job.BufferTarget: a positive duration, "off",
 	// or "" (the default: a quarter of checkpoint.interval, at most 1 s).
 	BufferTarget string `yaml:"buffer_target"`
-	// BatchLinger is runtime.Job.BatchLinger: a positive duration up to
-	// 1 s, "off", or "" (the default: runtime.DefaultBatchLinger).
+	// BatchLinger is plan.Job.BatchLinger: a positive duration up to
+	// 1 s, "off", or "" (the default: plan.DefaultBatchLinger).
 	BatchLinger string `yaml:"batch_linger"`
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"streamd/core"
-	"streamd/core/runtime"
+	"streamd/core/plan"
 )
 
 // BuildUpdate builds the new definition of the operator named name (its
@@ -25,18 +25,18 @@ import (
 // after, except a window whose update changes nothing but its
 // allowed_lateness; a window update that changes another setting is
 // refused naming it.
-func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source string) (core.OperatorDef, error) {
+func (f *File) BuildUpdate(job *plan.Job, name string, body []byte, source string) (core.OperatorDef, error) {
 	var none core.OperatorDef
 	type entry struct {
 		path string
 		spec *OpSpec
 		in   *core.Schema
-		reg  *runtime.Region
+		reg  *plan.Region
 		old  core.OperatorDef
 	}
 	var found *entry
 	var names []string
-	look := func(stage string, specs []OpSpec, defs []core.OperatorDef, in *core.Schema, reg *runtime.Region) {
+	look := func(stage string, specs []OpSpec, defs []core.OperatorDef, in *core.Schema, reg *plan.Region) {
 		for i := range specs {
 			if i >= len(defs) {
 				return
@@ -67,7 +67,7 @@ func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source st
 	}
 	look("post", f.Spec.Post, job.Post, in, nil)
 	if found == nil {
-		return none, fmt.Errorf("%w: no operator named %q (the job has %s)", runtime.ErrRefused, name, strings.Join(names, ", "))
+		return none, fmt.Errorf("%w: no operator named %q (the job has %s)", plan.ErrRefused, name, strings.Join(names, ", "))
 	}
 	oldKind, _, _ := opKinds.chosen(found.spec.ops)
 
@@ -115,14 +115,14 @@ func (f *File) BuildUpdate(job *runtime.Job, name string, body []byte, source st
 			oldKey, _ := (&opBuild{keyAt: keyAt{f, found.path}, region: found.reg}).groupKey(ow.Key)
 			nextKey, _ := b.groupKey(nw.Key)
 			if c := windowChange(ow, nw, oldKey, nextKey, found.old.State, def.State); c != "" {
-				return none, fmt.Errorf("%w: window %s keeps keyed state; this update would change its state layout or input: %s; an update of a running window may change only allowed_lateness", runtime.ErrRefused, name, c)
+				return none, fmt.Errorf("%w: window %s keeps keyed state; this update would change its state layout or input: %s; an update of a running window may change only allowed_lateness", plan.ErrRefused, name, c)
 			}
 			return def, nil // the runtime's Retune takes it in place
 		}
 		if def.State != found.old.State {
-			return none, fmt.Errorf("%w: operator %s keeps keyed state; this update would change its state layout (%s → %s), which a running job cannot convert: only stateless operators (filter, map) and a window's allowed_lateness can be updated", runtime.ErrRefused, name, found.old.State, def.State)
+			return none, fmt.Errorf("%w: operator %s keeps keyed state; this update would change its state layout (%s → %s), which a running job cannot convert: only stateless operators (filter, map) and a window's allowed_lateness can be updated", plan.ErrRefused, name, found.old.State, def.State)
 		}
-		return none, fmt.Errorf("%w: operator %s keeps keyed state (%s): only stateless operators (filter, map) and a window's allowed_lateness can be updated", runtime.ErrRefused, name, def.State)
+		return none, fmt.Errorf("%w: operator %s keeps keyed state (%s): only stateless operators (filter, map) and a window's allowed_lateness can be updated", plan.ErrRefused, name, def.State)
 	}
 	return def, nil
 }
@@ -142,16 +142,16 @@ func (g *File) decodeInto(v any) (err error) {
 }
 
 // applyRestoredUpdates builds again the changes of logic the checkpoint a
-// job restores from recorded (runtime.UpdatesExtra: the control plane's
+// job restores from recorded (plan.UpdatesExtra: the control plane's
 // updates in force at its barrier) and puts them in place of the job
 // file's definitions, so that the restored run goes on with the logic the
 // crashed or stopped one had. A recorded update that no longer builds
 // against this job file is an error naming it.
-func (f *File) applyRestoredUpdates(job *runtime.Job) error {
+func (f *File) applyRestoredUpdates(job *plan.Job) error {
 	if job.Checkpoint == nil || job.Checkpoint.Restore == nil {
 		return nil
 	}
-	us, err := runtime.RestoredUpdates(&job.Checkpoint.Restore.Meta)
+	us, err := plan.RestoredUpdates(&job.Checkpoint.Restore.Meta)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (f *File) applyRestoredUpdates(job *runtime.Job) error {
 			return fmt.Errorf("the checkpoint to restore was taken after an update of %s that this job file cannot take again: %w", u.Operator, err)
 		}
 		replaced := false
-		for _, defs := range [][]core.OperatorDef{job.Pre, regionOps(job), job.Post} {
+		for _, defs := range [][]core.OperatorDef{job.Pre, job.RegionOps(), job.Post} {
 			for i := range defs {
 				if defs[i].Name == u.Operator {
 					def.Name = defs[i].Name
@@ -175,11 +175,4 @@ func (f *File) applyRestoredUpdates(job *runtime.Job) error {
 		}
 	}
 	return nil
-}
-
-func regionOps(job *runtime.Job) []core.OperatorDef {
-	if job.Region == nil {
-		return nil
-	}
-	return job.Region.Ops
 }
