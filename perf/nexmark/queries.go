@@ -6,6 +6,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/ops"
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/core/window"
 	"streamd/kvstate"
@@ -31,7 +32,7 @@ type Query struct {
 	Regional bool
 	// Build returns the job reading gen with channels channels (regional
 	// queries; ≥ 1) and writing to sink.
-	Build func(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error)
+	Build func(gen *Generator, channels int, sink core.Sink) (*plan.Job, error)
 }
 
 // Queries lists the implemented queries.
@@ -53,8 +54,8 @@ func init() {
 // workload adapts a Query to perf.Options: Seed, Count and Rate configure
 // the generator; Channels the region (default: the cores left over by the
 // source and merger stages, at least 1, at most 4).
-func workload(q Query) func(perf.Options) (*runtime.Job, error) {
-	return func(opt perf.Options) (*runtime.Job, error) {
+func workload(q Query) func(perf.Options) (*plan.Job, error) {
+	return func(opt perf.Options) (*plan.Job, error) {
 		gen, err := NewGenerator(Config{Seed: opt.Seed, Count: opt.Count, Rate: opt.Rate})
 		if err != nil {
 			return nil, err
@@ -70,17 +71,17 @@ func workload(q Query) func(perf.Options) (*runtime.Job, error) {
 // eventTime is every query's event time: date_time, in order (the
 // generator's event time never goes back), so the watermark follows the
 // largest date_time seen.
-var eventTime = runtime.EventTime{Field: "date_time"}
+var eventTime = plan.EventTime{Field: "date_time"}
 
-func buildQ0(gen *Generator, _ int, sink core.Sink) (*runtime.Job, error) {
-	return &runtime.Job{Name: "nexmark-q0", Source: gen, EventTime: eventTime, Sink: sink}, nil
+func buildQ0(gen *Generator, _ int, sink core.Sink) (*plan.Job, error) {
+	return &plan.Job{Name: "nexmark-q0", Source: gen, EventTime: eventTime, Sink: sink}, nil
 }
 
 func bidsOnly(in *core.Schema) (core.OperatorDef, error) {
 	return ops.Filter("bids", fmt.Sprintf("kind == %d", Bid), in, nil)
 }
 
-func buildQ1(gen *Generator, _ int, sink core.Sink) (*runtime.Job, error) {
+func buildQ1(gen *Generator, _ int, sink core.Sink) (*plan.Job, error) {
 	f, err := bidsOnly(Schema)
 	if err != nil {
 		return nil, err
@@ -94,10 +95,10 @@ func buildQ1(gen *Generator, _ int, sink core.Sink) (*runtime.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtime.Job{Name: "nexmark-q1", Source: gen, EventTime: eventTime, Pre: []core.OperatorDef{f, m}, Sink: sink}, nil
+	return &plan.Job{Name: "nexmark-q1", Source: gen, EventTime: eventTime, Pre: []core.OperatorDef{f, m}, Sink: sink}, nil
 }
 
-func buildQ2(gen *Generator, _ int, sink core.Sink) (*runtime.Job, error) {
+func buildQ2(gen *Generator, _ int, sink core.Sink) (*plan.Job, error) {
 	f, err := ops.Filter("q2", fmt.Sprintf("kind == %d && auction %% 123 == 0", Bid), Schema, nil)
 	if err != nil {
 		return nil, err
@@ -106,10 +107,10 @@ func buildQ2(gen *Generator, _ int, sink core.Sink) (*runtime.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtime.Job{Name: "nexmark-q2", Source: gen, EventTime: eventTime, Pre: []core.OperatorDef{f, p}, Sink: sink}, nil
+	return &plan.Job{Name: "nexmark-q2", Source: gen, EventTime: eventTime, Pre: []core.OperatorDef{f, p}, Sink: sink}, nil
 }
 
-func buildQ5(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error) {
+func buildQ5(gen *Generator, channels int, sink core.Sink) (*plan.Job, error) {
 	f, err := bidsOnly(Schema)
 	if err != nil {
 		return nil, err
@@ -127,13 +128,13 @@ func buildQ5(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error)
 	if err != nil {
 		return nil, err
 	}
-	return &runtime.Job{Name: "nexmark-q5", Source: gen, EventTime: eventTime,
+	return &plan.Job{Name: "nexmark-q5", Source: gen, EventTime: eventTime,
 		Pre:    []core.OperatorDef{f, p},
-		Region: &runtime.Region{Channels: channels, Key: []string{"auction"}, Groups: kvstate.DefaultGroups, Ops: []core.OperatorDef{w}},
+		Region: &plan.Region{Channels: channels, Key: []string{"auction"}, Groups: kvstate.DefaultGroups, Ops: []core.OperatorDef{w}},
 		Post:   []core.OperatorDef{m}, Sink: sink}, nil
 }
 
-func buildQ7(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error) {
+func buildQ7(gen *Generator, channels int, sink core.Sink) (*plan.Job, error) {
 	f, err := bidsOnly(Schema)
 	if err != nil {
 		return nil, err
@@ -150,19 +151,19 @@ func buildQ7(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error)
 	if err != nil {
 		return nil, err
 	}
-	return &runtime.Job{Name: "nexmark-q7", Source: gen, EventTime: eventTime,
+	return &plan.Job{Name: "nexmark-q7", Source: gen, EventTime: eventTime,
 		Pre:    []core.OperatorDef{f, p},
-		Region: &runtime.Region{Channels: channels, Ops: []core.OperatorDef{t}},
+		Region: &plan.Region{Channels: channels, Ops: []core.OperatorDef{t}},
 		Post:   []core.OperatorDef{m}, Sink: sink}, nil
 }
 
-func buildQ8(gen *Generator, channels int, sink core.Sink) (*runtime.Job, error) {
+func buildQ8(gen *Generator, channels int, sink core.Sink) (*plan.Job, error) {
 	j, err := NewUsers("new-users", Q8Size, kvstate.DefaultGroups)
 	if err != nil {
 		return nil, err
 	}
-	return &runtime.Job{Name: "nexmark-q8", Source: gen, EventTime: eventTime,
+	return &plan.Job{Name: "nexmark-q8", Source: gen, EventTime: eventTime,
 		Pre:    []core.OperatorDef{Sellers("sellers")},
-		Region: &runtime.Region{Channels: channels, Key: []string{"person"}, Groups: kvstate.DefaultGroups, Ops: []core.OperatorDef{j}},
+		Region: &plan.Region{Channels: channels, Key: []string{"person"}, Groups: kvstate.DefaultGroups, Ops: []core.OperatorDef{j}},
 		Sink:   sink}, nil
 }

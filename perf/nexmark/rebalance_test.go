@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"streamd/core/plan"
 	"streamd/core/runtime"
 	"streamd/kvstate/balance"
 )
@@ -31,10 +32,10 @@ func BenchmarkQ5Rebalance(b *testing.B) {
 				b.Fatal(err)
 			}
 			if mode == "auto" {
-				job.Region.Rebalance = &runtime.Rebalance{Auto: true, Period: 200 * time.Millisecond}
+				job.Region.Rebalance = &plan.Rebalance{Auto: true, Period: 200 * time.Millisecond}
 			} else {
 				// Counted, never planned: the same loads measured.
-				job.Region.Rebalance = &runtime.Rebalance{Auto: true, Period: 200 * time.Millisecond, TargetSkew: 100}
+				job.Region.Rebalance = &plan.Rebalance{Auto: true, Period: 200 * time.Millisecond, TargetSkew: 100}
 			}
 			b.ResetTimer()
 			start := time.Now()
