@@ -39,7 +39,7 @@ type Options struct {
 
 // Workload builds a runnable job for the harness. Build returns a job
 // whose Sink the harness may wrap; the harness sets OnSink (latency) and
-// OnStart (live counters) itself.
+// passes runtime.OnStart (live counters) itself.
 type Workload struct {
 	Name        string
 	Description string
