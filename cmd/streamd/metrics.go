@@ -325,7 +325,8 @@ type observers struct {
 }
 
 // observe sets up the observers fl asks for around job; status lines go to
-// stderr. The caller calls end once the job has returned, then close.
+// stderr. The caller runs the job with runtime.OnStart(o.started), calls
+// end once the job has returned, then close.
 func observe(job *plan.Job, fl runFlags, stderr io.Writer) (*observers, error) {
 	o := &observers{}
 	var size int64

@@ -131,7 +131,7 @@ func TestMetricsDuringJob(t *testing.T) {
 			pprofCode, pprofBody = httpGet(t, "http://"+obs.pprofLn.Addr().String()+"/debug/pprof/")
 		})
 	}
-	rep, err := runtime.Run(t.Context(), job)
+	rep, err := runtime.Run(t.Context(), job, runtime.OnStart(obs.started))
 	obs.end()
 	if err != nil {
 		t.Fatal(err)
