@@ -8,10 +8,6 @@ import (
 
 // The merger stage (docs/ARCHITECTURE.md, "Splitter, channels, merger").
 
-// pusher takes a batch with ownership: the inline output worker
-// (outputWorker.Push, K = 0), or the parallel output side (output.Push).
-type pusher interface{ Push(*core.Batch) error }
-
 // mergeStage is the merger, the stage after the parallel region: it drains
 // every channel's output ring into an order.Merger, which restores the
 // one-channel order (sequence numbers, then the region's tie order) and
@@ -40,18 +36,19 @@ type mergeStage struct {
 	ended []bool
 	buf   []*core.Batch // drain's, for TryPopN
 	// asm builds the output batches from runs; post takes them and the
-	// markers: the inline output worker (K = 0) or the output side.
+	// markers.
 	asm       assembler
-	post      pusher
+	post      *output
 	unordered bool // Region.Unordered: arrival order, markers still aligned
 	sc        *stageCPU
 	_         [core.CacheLine]byte
 }
 
 // newMergeStage makes the merger of outs, the channels' output rings,
-// which hands its output to post; sc is its CPU account. Called on the
-// merger's goroutine.
-func newMergeStage(r *run, post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) *mergeStage {
+// which hands its output to the output side (r.out); sc is its CPU
+// account. Called on the merger's goroutine.
+func newMergeStage(r *run, outs []*ring.SPSC[*core.Batch], sc *stageCPU) *mergeStage {
+	post := r.out
 	reg := r.job.Region
 	n := len(outs)
 	ms := &mergeStage{
@@ -65,8 +62,8 @@ func newMergeStage(r *run, post pusher, outs []*ring.SPSC[*core.Batch], sc *stag
 		sc:        sc,
 	}
 	ms.asm = &copier{schema: r.regionOut, next: post}
-	if r.out != nil {
-		ms.asm = &gatherer{schema: r.regionOut, next: post}
+	if post.workers() > 0 {
+		ms.asm = &gatherer{schema: r.regionOut, next: post} // the workers fill the runs
 	}
 	return ms
 }
@@ -264,10 +261,8 @@ func (ms *mergeStage) stop(err error) {
 	for _, o := range ms.outs {
 		o.Cancel()
 	}
-	if out := ms.r.out; out != nil {
-		for _, rg := range out.in {
-			rg.Cancel() // the output workers stop too
-		}
+	for _, rg := range ms.post.in {
+		rg.Cancel() // the output workers stop too
 	}
 	ms.asm.drop()
 }
