@@ -383,7 +383,7 @@ func newOutputWorker(r *run, w int, sc *stageCPU) *outputWorker {
 		env:  core.Env{Channel: w, Channels: k, Errors: r.job.Errors},
 		item: int64(w), k: int64(k), left: PartChunk}
 	switch {
-	case o.inline != nil || o.workers() == 0:
+	case o.workers() == 0: // inline
 		ow.final = ow.writeBatch
 	case o.parts != nil:
 		ow.part = o.parts.Part(w)
