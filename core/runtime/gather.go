@@ -35,6 +35,10 @@ type assembler interface {
 	drop()
 }
 
+// pusher takes a batch with ownership: the output side (output.Push), or
+// a test's collector.
+type pusher interface{ Push(*core.Batch) error }
+
 // copier copies the runs into the batches it builds.
 type copier struct {
 	schema *core.Schema

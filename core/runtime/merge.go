@@ -1,22 +1,23 @@
 package runtime
 
 import (
+	"errors"
+
 	"streamd/core"
+	"streamd/core/runtime/markers"
 	"streamd/order"
 	"streamd/ring"
 )
 
 // The merger stage (docs/ARCHITECTURE.md, "Splitter, channels, merger").
 
-// pusher takes a batch with ownership: the inline output worker
-// (outputWorker.Push, K = 0), or the parallel output side (output.Push).
-type pusher interface{ Push(*core.Batch) error }
-
 // mergeStage is the merger, the stage after the parallel region: it drains
 // every channel's output ring into an order.Merger, which restores the
 // one-channel order (sequence numbers, then the region's tie order) and
-// aligns markers across the channels, and it carries out the merger's
-// steps. Runs of records are assembled into output batches (gather.go) for
+// releases each marker once every channel delivered it, and it carries
+// out the merger's steps. The markers' protocol — which channel ended,
+// what an aligned marker asks (hand on a barrier, end, switch channels)
+// — is a markers.Aligner's, which the stage drives. Runs of records are assembled into output batches (gather.go) for
 // post; an aligned marker goes on after the batch being built. One marker
 // it acts on itself: a Reconfig switches it to the rings of the new
 // channel set (rescale.go). The channels' dead letters are written as the
@@ -33,40 +34,40 @@ type mergeStage struct {
 	r *run
 	m *order.Merger[*core.Batch]
 	// outs are the channels' output rings as of the merger's current
-	// configuration (it learns of changes in-band, at a Reconfig);
-	// ended[c] says ring c delivers nothing more (its End, or a Reconfig
-	// that retires its channel, was read).
-	outs  []*ring.SPSC[*core.Batch]
-	ended []bool
-	buf   []*core.Batch // drain's, for TryPopN
+	// configuration (it learns of changes in-band, at a Reconfig); al
+	// knows which of them ended (markers).
+	outs []*ring.SPSC[*core.Batch]
+	al   *markers.Aligner
+	buf  []*core.Batch // drain's, for TryPopN
 	// asm builds the output batches from runs; post takes them and the
-	// markers: the inline output worker (K = 0) or the output side.
+	// markers.
 	asm       assembler
-	post      pusher
+	post      *output
 	unordered bool // Region.Unordered: arrival order, markers still aligned
 	sc        *stageCPU
 	_         [core.CacheLine]byte
 }
 
 // newMergeStage makes the merger of outs, the channels' output rings,
-// which hands its output to post; sc is its CPU account. Called on the
-// merger's goroutine.
-func newMergeStage(r *run, post pusher, outs []*ring.SPSC[*core.Batch], sc *stageCPU) *mergeStage {
+// which hands its output to the output side (r.out); sc is its CPU
+// account. Called on the merger's goroutine.
+func newMergeStage(r *run, outs []*ring.SPSC[*core.Batch], sc *stageCPU) *mergeStage {
+	post := r.out
 	reg := r.job.Region
 	n := len(outs)
 	ms := &mergeStage{
 		r:         r,
 		m:         order.New[*core.Batch](n, !reg.Unordered, regionTie(reg.Ops)),
 		outs:      outs,
-		ended:     make([]bool, n),
+		al:        markers.New(n),
 		buf:       make([]*core.Batch, 64),
 		post:      post,
 		unordered: reg.Unordered,
 		sc:        sc,
 	}
 	ms.asm = &copier{schema: r.regionOut, next: post}
-	if r.out != nil {
-		ms.asm = &gatherer{schema: r.regionOut, next: post}
+	if post.workers() > 0 {
+		ms.asm = &gatherer{schema: r.regionOut, next: post} // the workers fill the runs
 	}
 	return ms
 }
@@ -78,12 +79,15 @@ func newMergeStage(r *run, post pusher, outs []*ring.SPSC[*core.Batch], sc *stag
 // (someone else's) — stops it (stop).
 func (ms *mergeStage) loop() {
 	for {
-		got, ok := ms.drain()
-		if !ok {
+		got, err := ms.drain()
+		if errors.Is(err, errChannelStopped) {
 			ms.stop(nil)
 			return
 		}
-		end, err := ms.steps()
+		end := false
+		if err == nil {
+			end, err = ms.steps()
+		}
 		if end {
 			return
 		}
@@ -102,12 +106,16 @@ func (ms *mergeStage) loop() {
 	}
 }
 
+// errChannelStopped is drain's when a channel's ring stopped before its
+// end (canceled, or closed and empty before its End): someone failed,
+// and said so.
+var errChannelStopped = errors.New("a channel stopped before its end")
+
 // drain moves what every ring holds into the merger, without blocking:
 // data with its sequence numbers and progress, a pulse's progress,
-// markers to align. got says a ring gave anything; ok is false when a
-// channel's ring stopped without End (canceled, or closed and empty
-// before its End): someone failed.
-func (ms *mergeStage) drain() (got, ok bool) {
+// markers (told to al) to align. got says a ring gave anything. Errors:
+// errChannelStopped, or a marker out of order (markers).
+func (ms *mergeStage) drain() (got bool, err error) {
 	m, buf := ms.m, ms.buf
 	for c, o := range ms.outs {
 		k := o.TryPopN(buf)
@@ -120,25 +128,42 @@ func (ms *mergeStage) drain() (got, ok bool) {
 				m.Progress(c, b.MarkSeq)
 				b.Release()
 			default:
-				if b.Kind == core.End || (b.Kind == core.Reconfig && c >= reconfOf(b).to) {
-					ms.ended[c] = true // nothing follows on this ring
+				if err == nil {
+					err = ms.al.Read(c, markerOf(b))
 				}
 				m.PushMarker(c, b, b.MarkSeq)
 			}
 		}
 		clear(buf[:k])
-		if o.Canceled() || (k == 0 && o.Closed() && o.Len() == 0 && !ms.ended[c]) {
-			return got, false
+		if err != nil {
+			return got, err
+		}
+		if o.Canceled() || (k == 0 && o.Closed() && o.Len() == 0 && !ms.al.Ended(c)) {
+			return got, errChannelStopped
 		}
 	}
-	return got, true
+	return got, nil
+}
+
+// markerOf is what the markers protocol knows of marker b.
+func markerOf(b *core.Batch) markers.Marker {
+	m := markers.Marker{Kind: markers.Pass, Seq: b.MarkSeq}
+	switch b.Kind {
+	case core.Barrier:
+		m.Kind, m.Epoch = markers.Barrier, b.Epoch
+	case core.End:
+		m.Kind = markers.End
+	case core.Reconfig:
+		m.Kind, m.To = markers.Change, reconfOf(b).to
+	}
+	return m
 }
 
 // ready is the doorbell's condition: a ring has something for drain (a
 // batch, a close before End, a cancel).
 func (ms *mergeStage) ready() bool {
 	for c, o := range ms.outs {
-		if o.Len() > 0 || (o.Closed() && !ms.ended[c]) || o.Canceled() {
+		if o.Len() > 0 || (o.Closed() && !ms.al.Ended(c)) || o.Canceled() {
 			return true
 		}
 	}
@@ -209,10 +234,11 @@ func (ms *mergeStage) lettersDone(st *order.Step[*core.Batch]) (done uint64, ok 
 	return 0, false
 }
 
-// marker carries out a marker every channel has delivered: mks are the
-// channels' copies, of which the first goes on and the others are
-// released. A Reconfig switches the inputs (reconfig) and goes no
-// further; any other marker goes on after the batch being built (an
+// marker carries out a marker every channel has delivered, as al decides
+// (markers.Aligner.Aligned): mks are the channels' copies, of which the
+// first goes on and the others are released. A change switches the
+// inputs (reconfig) and goes no further; any other marker goes on after
+// the batch being built (a barrier to the sink's checkpoint step, an
 // Update to the output workers, which change their post-region
 // instances). end says it was End.
 func (ms *mergeStage) marker(mks []*core.Batch) (end bool, err error) {
@@ -220,10 +246,15 @@ func (ms *mergeStage) marker(mks []*core.Batch) (end bool, err error) {
 	for _, o := range mks[1:] {
 		o.Release()
 	}
-	if mk.Kind == core.Reconfig {
+	st, err := ms.al.Aligned(mk.MarkSeq)
+	if err != nil {
+		mk.Release()
+		return false, err
+	}
+	if st.Kind == markers.Change {
 		return false, ms.reconfig(mk)
 	}
-	end = mk.Kind == core.End
+	end = st.Kind == markers.End
 	if err = ms.asm.flush(); err != nil {
 		mk.Release()
 		return false, err
@@ -245,11 +276,6 @@ func (ms *mergeStage) reconfig(mk *core.Batch) error {
 	}
 	ms.outs = rc.outs
 	ms.m.Resize(len(ms.outs), rc.seq)
-	// A channel kept may already have delivered a later marker that
-	// retires it: keep what is known.
-	e := make([]bool, len(ms.outs))
-	copy(e, ms.ended)
-	ms.ended = e
 	return nil
 }
 
@@ -264,10 +290,8 @@ func (ms *mergeStage) stop(err error) {
 	for _, o := range ms.outs {
 		o.Cancel()
 	}
-	if out := ms.r.out; out != nil {
-		for _, rg := range out.in {
-			rg.Cancel() // the output workers stop too
-		}
+	for _, rg := range ms.post.in {
+		rg.Cancel() // the output workers stop too
 	}
 	ms.asm.drop()
 }

@@ -79,10 +79,16 @@ var encodedPool = sync.Pool{New: func() any { return &encoded{buf: make([]byte, 
 // [c·PartChunk, (c+1)·PartChunk) go to part c mod N.
 const PartChunk = 8192
 
-// output is the output side of a run with K workers.
+// output is the output side of a run: K output workers, or (K = 0) the
+// one worker the stage before runs inline (inline). Either way the stage
+// before hands it its output (Push) and the workers carry out the same
+// steps (outputWorker.step); K = 0 only means no goroutines and no rings.
 type output struct {
-	sink  core.EncodingSink // nil for parts
-	parts core.PartSink     // nil but for parts
+	// inline is the one worker when K = 0 (nil with workers): Push runs
+	// it on the caller's goroutine.
+	inline *outputWorker
+	sink   core.EncodingSink // nil for parts
+	parts  core.PartSink     // nil but for parts
 	// chunkLeft is how many more records the current chunk takes (parts;
 	// merger only).
 	chunkLeft int
@@ -103,9 +109,14 @@ type output struct {
 	// seq hands out in order, and there is no writer stage.
 	pos core.PositionalSink
 	seq *sequencer
-	// fails decides the workers' operator failures in item order.
+	// fails decides the workers' failures in item order.
 	fails *outFailures
 }
+
+// errOutputFailed is what Push returns to the stage before when the
+// inline worker (K = 0) failed: outFailures has failed the run with the
+// worker's error already, and the stage before stops.
+var errOutputFailed = errors.New("output worker failed")
 
 // outputWorkers is how many output workers the run uses: 0 keeps the
 // post-region operators and the sink on the one worker the merger (or the
@@ -134,10 +145,22 @@ func outputWorkers(job *Job, sources, cores int) int {
 	return k
 }
 
-// buildOutput makes the workers' rings and post-region instances. The
-// sink must be open (NewEncoder).
+// buildOutput makes the output side of K = k workers: their rings and
+// post-region instances, or for k = 0 the one worker run inline. The sink
+// must be open (NewEncoder).
 func (r *run) buildOutput(k int) error {
 	o := &output{chunkLeft: PartChunk}
+	r.out = o
+	o.fails = newOutFailures(max(k, 1), k > 0)
+	if k == 0 {
+		post, err := r.instantiate(r.job.Post, core.Env{Channels: 1, Errors: r.job.Errors}, r.postCounters)
+		if err != nil {
+			return err
+		}
+		o.posts = []*instSet{post}
+		o.inline = newOutputWorker(r, 0, nil)
+		return nil
+	}
 	o.sink, _ = r.job.Sink.(core.EncodingSink)
 	o.parts, _ = r.job.Sink.(core.PartSink)
 	if ps, ok := r.job.Sink.(core.PositionalSink); ok && ps.Positional() && o.parts == nil && r.ck == nil {
@@ -173,18 +196,21 @@ func (r *run) buildOutput(k int) error {
 		o.dbs = append(o.dbs, r.newItemDebloater())
 	}
 	o.db = r.newItemDebloater()
-	o.fails = newOutFailures(k)
-	r.out = o
 	return nil
 }
+
+// workers is K, the number of output workers (0: the one worker runs
+// inline).
+func (o *output) workers() int { return len(o.in) }
 
 // Push is what the merger hands its output to (in place of the post-region
 // chain): data batches and barriers round-robin to the workers, End and
 // Update markers (a change of logic of a post-region operator) to every
 // worker; other markers matter only to operators that keep state, which
 // the post-region ones do not. For parts, data goes by chunks
-// (PartChunk). It takes ownership of b. Merger only (or the source stage,
-// for parts without a region).
+// (PartChunk). With K = 0 the one worker takes each on the caller's
+// goroutine (give). It takes ownership of b. Merger only (or the source
+// stage without a region). An error stops the caller: the run failed.
 func (o *output) Push(b *core.Batch) error {
 	switch b.Kind {
 	case core.Data, core.Barrier:
@@ -192,15 +218,15 @@ func (o *output) Push(b *core.Batch) error {
 			return o.pushChunks(b)
 		}
 		w := o.next
-		o.next = (o.next + 1) % len(o.in)
-		if _, err := o.push(w, b); err != nil {
-			discard(b)
-			return err
-		}
+		o.next = (o.next + 1) % max(o.workers(), 1)
+		return o.give(w, b)
 	case core.End, core.Update:
 		if u := updateOf(b); b.Kind == core.Update && (u == nil || u.stage != stagePost) {
 			b.Release() // the stages before took it
 			return nil
+		}
+		if o.inline != nil {
+			return o.give(0, b)
 		}
 		// To every worker. An Update marker is no item: the workers do
 		// not count it, so the round-robin order of items goes on as
@@ -210,8 +236,7 @@ func (o *output) Push(b *core.Batch) error {
 			w := (o.next + j) % len(o.in)
 			m := core.NewMarker(b.Kind)
 			m.MarkSeq, m.Stamp, m.Control = b.MarkSeq, b.Stamp, b.Control
-			if _, err := o.push(w, m); err != nil {
-				m.Release()
+			if err := o.give(w, m); err != nil {
 				b.Release()
 				return err
 			}
@@ -223,12 +248,25 @@ func (o *output) Push(b *core.Batch) error {
 	return nil
 }
 
-// push hands b to worker w's ring (merger only), debloated.
-func (o *output) push(w int, b *core.Batch) (int64, error) {
-	if o.db != nil {
-		return o.db.push(o.mergerCPU, w, o.in[w], b)
+// give hands b to worker w: through its ring, debloated, or with K = 0 to
+// the inline worker's step. It takes ownership of b.
+func (o *output) give(w int, b *core.Batch) error {
+	if ow := o.inline; ow != nil {
+		if ow.step(b) && ow.failed {
+			return errOutputFailed
+		}
+		return nil
 	}
-	return o.mergerCPU.push(o.in[w], b)
+	var err error
+	if o.db != nil {
+		_, err = o.db.push(o.mergerCPU, w, o.in[w], b)
+	} else {
+		_, err = o.mergerCPU.push(o.in[w], b)
+	}
+	if err != nil {
+		discard(b)
+	}
+	return err
 }
 
 // pushChunks hands b's records to the part workers by chunk: the records
@@ -245,8 +283,7 @@ func (o *output) pushChunks(b *core.Batch) error {
 		if o.chunkLeft == 0 {
 			o.next, o.chunkLeft = (o.next+1)%len(o.in), PartChunk
 		}
-		if _, err := o.push(w, b); err != nil {
-			discard(b)
+		if err := o.give(w, b); err != nil {
 			if rest != nil {
 				discard(rest)
 			}
@@ -257,7 +294,8 @@ func (o *output) pushChunks(b *core.Batch) error {
 	return nil
 }
 
-// launchOutput starts the workers and the writer (none for parts).
+// launchOutput starts the workers and the writer (none for parts, for
+// positional writes, and with K = 0).
 func (r *run) launchOutput() {
 	o := r.out
 	for w := range o.in {
@@ -268,16 +306,10 @@ func (r *run) launchOutput() {
 			sc := o.cpus[w]
 			sc.begin()
 			defer sc.end()
-			if err := newOutputWorker(r, w, sc).loop(); err != nil {
-				r.fail(fmt.Errorf("output worker %d: %w", w, err))
-				r.cancelRings()
-			}
+			newOutputWorker(r, w, sc).loop()
 		})
 	}
-	if o.parts != nil {
-		return
-	}
-	if o.seq != nil {
+	if o.parts != nil || o.seq != nil || o.inline != nil {
 		return // no writer
 	}
 	wcpu := r.newStageCPU("writer", 0)
@@ -295,24 +327,28 @@ func (r *run) launchOutput() {
 }
 
 // outputWorker is the sink end of a run: the post-region instances, then
-// the sink's step. Output worker w of K runs on its own goroutine: each
-// batch from the merger goes through the worker's post-region instances,
-// and what they emit is encoded into one item for the writer (or, with
-// positional writes, written at its offset by the worker itself) or, for
-// parts, written to part w. Without output workers (K = 0) the one worker
-// is run inline by the stage before it — the merger, or the source stage
-// without a region — which hands it its output (Push) on its own
-// goroutine, with no ring between them; its last step is the sink's
-// (writeBatch): the checkpoint step and Sink.Write.
+// the sink's step. Output worker w of K runs on its own goroutine (loop):
+// each batch from the merger goes through the worker's post-region
+// instances, and what they emit is encoded into one item for the writer
+// (or, with positional writes, written at its offset by the worker
+// itself) or, for parts, written to part w. Without output workers
+// (K = 0) the one worker is run inline by the stage before it — the
+// merger, or the source stage without a region — which hands it its
+// output (output.give) on its own goroutine, with no ring between them;
+// its last step is the sink's (writeBatch): the checkpoint step and
+// Sink.Write.
 //
-// Either way the worker owns its post-region instances and carries out
-// the change of logic of one of them (update). Everything in it belongs
-// to the goroutine that runs it, which writes it per batch: it is padded
-// so that no other goroutine's data shares its cache lines.
+// Whatever K, a worker takes each batch in one step (step): a change of
+// logic of one of its post-region instances (update), or the batch
+// through its chain; a failure there goes to the output side's arbiter
+// (outFailures), which fails the run with the earliest in the merger's
+// order. Everything in it belongs to the goroutine that runs it, which
+// writes it per batch: it is padded so that no other goroutine's data
+// shares its cache lines.
 type outputWorker struct {
 	_  [core.CacheLine]byte
 	r  *run
-	o  *output // nil inline
+	o  *output
 	w  int
 	sc *stageCPU // nil inline: the stage that runs it accounts for it
 	// insts are the worker's post-region instances, made for env (their
@@ -323,43 +359,168 @@ type outputWorker struct {
 	// inline, writeBatch.
 	chain *core.Chain
 	final func(*core.Batch) error
-	enc   core.Encoder    // the sink's (encoding workers only)
-	cur   *encoded        // the item being encoded (encoding workers only)
-	part  core.PartWriter // part w's (parts only)
-	todo  []placed        // writeAt's list, reused from call to call
-	_     [core.CacheLine]byte
+	// item is the index, in the merger's order, of the item the worker
+	// takes next (outFailures): data batches and barriers are items i
+	// with i mod K = w (K = 0: every one), and for parts the chunk c
+	// (c mod K = w) they belong to, of which left records are to come.
+	item, k int64
+	left    int
+	failed  bool            // its failure went to outFailures
+	enc     core.Encoder    // the sink's (encoding workers only)
+	cur     *encoded        // the item being encoded (encoding workers only)
+	part    core.PartWriter // part w's (parts only)
+	todo    []placed        // writeAt's list, reused from call to call
+	_       [core.CacheLine]byte
 }
 
-// newOutputWorker makes worker w of the run's output side; sc is its CPU
-// account.
+// newOutputWorker makes worker w of the run's output side (K = 0: the
+// inline one); sc is its CPU account (nil inline). Called on the
+// goroutine that runs it, or for the inline one before it starts.
 func newOutputWorker(r *run, w int, sc *stageCPU) *outputWorker {
 	o := r.out
-	return &outputWorker{r: r, o: o, w: w, sc: sc, insts: o.posts[w].insts,
-		env: core.Env{Channel: w, Channels: len(o.in), Errors: r.job.Errors}}
-}
-
-// newInlineWorker makes the one output worker of a run without output
-// workers (K = 0), which the stage before it runs inline (Push): it runs
-// the run's post-region instances (r.post) and ends in the sink's step
-// (writeBatch).
-func newInlineWorker(r *run) *outputWorker {
-	ow := &outputWorker{r: r, insts: r.post.insts, env: core.Env{Channels: 1, Errors: r.job.Errors}}
-	ow.final = ow.writeBatch
+	k := max(o.workers(), 1)
+	ow := &outputWorker{r: r, o: o, w: w, sc: sc, insts: o.posts[w].insts,
+		env:  core.Env{Channel: w, Channels: k, Errors: r.job.Errors},
+		item: int64(w), k: int64(k), left: PartChunk}
+	switch {
+	case o.workers() == 0: // inline
+		ow.final = ow.writeBatch
+	case o.parts != nil:
+		ow.part = o.parts.Part(w)
+		ow.final = ow.writePart
+	default:
+		ow.enc = o.sink.NewEncoder()
+		ow.final = ow.encode
+	}
 	ow.chain = chainOf(ow.insts, ow.final)
 	return ow
 }
 
-// Push is the inline worker's step (K = 0), called by the stage before it
-// with its output in order: an Update marker changes the post-region
-// instances (update), anything else goes through the chain and the sink's
-// step. It takes ownership of b. An error it returns is the job's: the
-// caller fails the run with it (there is no other worker to decide
-// against).
-func (ow *outputWorker) Push(b *core.Batch) error {
-	if b.Kind == core.Update {
-		return ow.update(b)
+// loop runs worker w of K until its End, its failure (then it drains) or
+// a cancel (whoever failed said so).
+func (ow *outputWorker) loop() {
+	o, w := ow.o, ow.w
+	defer o.fails.done(ow.r, w)
+	for {
+		b, err := popFilled(ow.sc, o.in[w])
+		if err != nil {
+			return // canceled: whoever failed said so
+		}
+		if ow.step(b) {
+			if ow.failed {
+				ow.drain()
+			}
+			return
+		}
 	}
-	return ow.chain.Push(b)
+}
+
+// step takes one batch from the stage before, in its order; it takes
+// ownership of b. An Update marker changes the worker's post-region
+// instances (update); anything else goes through the chain to the
+// worker's last step, and an encoding worker's item then on to the
+// writer (or to its offset). stop says the worker goes no further: b was
+// End, it failed (failed: the failure went to outFailures, which decides
+// it), or the run is stopping.
+func (ow *outputWorker) step(b *core.Batch) (stop bool) {
+	o, w := ow.o, ow.w
+	t := ow.item
+	if b.Kind == core.Update {
+		// A change of logic: not an item (update.go).
+		if err := ow.update(b); err != nil {
+			return ow.fail(t, err)
+		}
+		return false
+	}
+	end := b.Kind == core.End
+	n := b.Len
+	if ow.enc != nil {
+		cur := encodedPool.Get().(*encoded)
+		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
+		ow.cur = cur
+	}
+	if err := ow.chain.Push(b); err != nil {
+		if ow.cur != nil {
+			ow.cur.release()
+			ow.cur = nil
+		}
+		if errors.Is(err, ring.ErrCanceled) || errors.Is(err, ring.ErrClosed) {
+			return true
+		}
+		// The first failing item in the merger's order fails the job.
+		return ow.fail(t, err)
+	}
+	if !end {
+		ow.advance(n)
+		o.fails.processed(ow.r, w, ow.item)
+	}
+	cur := ow.cur
+	if cur == nil {
+		return end
+	}
+	ow.cur = nil
+	if o.seq != nil { // positional: this worker writes its own bytes
+		if end {
+			cur.release()
+			return true
+		}
+		if err := ow.writeAt(cur, t); err != nil { // takes cur
+			return ow.fail(t, err)
+		}
+		return false
+	}
+	var err error
+	if db := o.dbs[w]; db != nil {
+		_, err = db.pushEncoded(ow.sc, 0, o.out[w], cur)
+	} else {
+		_, err = ow.sc.pushEncoded(o.out[w], cur)
+	}
+	if err != nil {
+		cur.release()
+		return true
+	}
+	return end
+}
+
+// advance moves the worker's item index past a data batch of n records
+// or a barrier (n = 0): by K items, or for parts to its next chunk when
+// this one is complete (the merger cuts batches at chunk boundaries).
+func (ow *outputWorker) advance(n int) {
+	if ow.part == nil {
+		ow.item += ow.k
+		return
+	}
+	if ow.left -= n; ow.left == 0 {
+		ow.item, ow.left = ow.item+ow.k, PartChunk
+	}
+}
+
+// fail hands the worker's failure on item t to outFailures, which fails
+// the run with the earliest in the merger's order once no other worker
+// can fail before it; stop is true.
+func (ow *outputWorker) fail(t int64, err error) (stop bool) {
+	ow.failed = true
+	ow.o.fails.register(ow.w, t, err)
+	ow.o.fails.check(ow.r)
+	return true
+}
+
+// toSink is the sink's step for every batch before its records are
+// written, whatever K (the inline worker's last step, or the writer's for
+// an item, b then holding only Len and Stamp): the checkpoint step
+// (sinkCheckpoint: an epoch completed since is committed; at a barrier
+// the epoch's output is made durable and acknowledged), then Job.OnSink
+// for records. b is borrowed.
+func (r *run) toSink(b *core.Batch) error {
+	if r.ck != nil {
+		if err := r.sinkCheckpoint(b); err != nil {
+			return err
+		}
+	}
+	if hook := r.job.OnSink; hook != nil && b.Kind == core.Data && b.Len > 0 {
+		hook(b)
+	}
+	return nil
 }
 
 // writeBatch is the inline worker's last step: the sink's checkpoint step
@@ -369,101 +530,13 @@ func (ow *outputWorker) Push(b *core.Batch) error {
 func (ow *outputWorker) writeBatch(b *core.Batch) error {
 	defer b.Release()
 	r := ow.r
-	if r.ck != nil {
-		if err := r.sinkCheckpoint(b); err != nil {
-			return err
-		}
+	if b.Kind == core.Data {
+		r.recOut.Add(int64(b.Len)) // counted before Job.OnSink sees them
 	}
-	if b.Kind != core.Data {
-		return nil
-	}
-	r.recOut.Add(int64(b.Len))
-	if hook := r.job.OnSink; hook != nil {
-		hook(b)
+	if err := r.toSink(b); err != nil || b.Kind != core.Data {
+		return err
 	}
 	return r.job.Sink.Write(b)
-}
-
-// loop runs the worker until its End or a cancel (nil: whoever failed
-// said so); an error it returns fails the job.
-func (ow *outputWorker) loop() error {
-	if ow.o.parts != nil {
-		return ow.partLoop()
-	}
-	return ow.encodeLoop()
-}
-
-// encodeLoop is loop for a worker that encodes: each batch from the
-// merger becomes one item for the writer, or is written at its offset
-// (positional writes). A failure of its post-region operators is decided
-// among the workers in item order (outFailures), the worker draining
-// meanwhile.
-func (ow *outputWorker) encodeLoop() error {
-	r, o, w, sc := ow.r, ow.o, ow.w, ow.sc
-	ow.enc = o.sink.NewEncoder()
-	ow.final = ow.encode
-	ow.chain = chainOf(ow.insts, ow.final)
-	k := int64(len(o.in))
-	items := 0 // data items placed (positional writes)
-	defer o.fails.done(r, w)
-	for seen := int64(0); ; {
-		b, err := popFilled(sc, o.in[w])
-		if err != nil {
-			return nil // canceled: whoever failed said so
-		}
-		if b.Kind == core.Update {
-			// A change of logic: not an item (update.go).
-			if err := ow.update(b); err != nil {
-				return err
-			}
-			continue
-		}
-		end := b.Kind == core.End
-		t := seen*k + int64(w) // the merger's item index (data and barriers)
-		if !end {
-			seen++
-		}
-		cur := encodedPool.Get().(*encoded)
-		cur.buf, cur.end, cur.mark, cur.records, cur.stamp = cur.buf[:0], end, nil, 0, b.Stamp
-		ow.cur = cur
-		if err := ow.chain.Push(b); err != nil {
-			cur.release()
-			if errors.Is(err, ring.ErrCanceled) || errors.Is(err, ring.ErrClosed) {
-				return nil
-			}
-			// The first failing item in the merger's order fails the job.
-			o.fails.register(w, t, err)
-			ow.drain()
-			return nil
-		}
-		if !end {
-			o.fails.processed(r, w, t+k)
-		}
-		if o.seq != nil { // positional: this worker writes its own bytes
-			if end {
-				cur.release()
-				return nil
-			}
-			err := ow.writeAt(cur, int64(items*len(o.in)+w)) // takes cur
-			items++
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if db := o.dbs[w]; db != nil {
-			_, err = db.pushEncoded(sc, 0, o.out[w], cur)
-		} else {
-			_, err = sc.pushEncoded(o.out[w], cur)
-		}
-		if err != nil {
-			cur.release()
-			return nil
-		}
-		if end {
-			return nil
-		}
-	}
 }
 
 // encode is the chain's last step on a worker that encodes: a data
@@ -484,12 +557,14 @@ func (ow *outputWorker) encode(b *core.Batch) error {
 	return nil
 }
 
-// outFailures decides, among output workers whose post-region operators
-// failed, the failure of the earliest item in the merger's order — the one
-// the merger stage alone would have met — once every other worker has
+// outFailures decides, among output workers that failed (their
+// post-region operators, a change of their logic, or their sink step),
+// the failure of the earliest item in the merger's order — the one the
+// worker run inline would have met — once every other worker has
 // processed all its items before it (failure.go does the same for
-// channels).
+// channels). With K = 0 the one worker's failure is decided at once.
 type outFailures struct {
+	wrap    bool // name the worker in the error (K > 0)
 	mu      sync.Mutex
 	pending atomic.Bool
 	next    []atomic.Int64 // by worker: the next item it will process (MaxInt64: done)
@@ -499,8 +574,10 @@ type outFailures struct {
 	decided bool
 }
 
-func newOutFailures(k int) *outFailures {
-	f := &outFailures{next: make([]atomic.Int64, k), failed: make([]bool, k), best: -1}
+// newOutFailures is the arbiter of k ≥ 1 workers; wrap says errors name
+// the worker (K > 0).
+func newOutFailures(k int, wrap bool) *outFailures {
+	f := &outFailures{next: make([]atomic.Int64, k), failed: make([]bool, k), best: -1, wrap: wrap}
 	for w := range f.next {
 		f.next[w].Store(int64(w))
 	}
@@ -545,7 +622,7 @@ func (f *outFailures) check(r *run) {
 	f.decided = true
 	err := f.err
 	var re *core.RecordError
-	if !errors.As(err, &re) {
+	if f.wrap && !errors.As(err, &re) {
 		err = fmt.Errorf("output worker %d: %w", int(f.best%int64(len(f.next))), err)
 	}
 	r.fail(err)
@@ -621,34 +698,6 @@ type sequencer struct {
 type placed struct {
 	it  *encoded
 	off int64
-}
-
-// partLoop is loop for the worker of part w: each batch from the merger
-// goes through the post-region operators to the part's writer.
-func (ow *outputWorker) partLoop() error {
-	o, w, sc := ow.o, ow.w, ow.sc
-	ow.part = o.parts.Part(w)
-	ow.final = ow.writePart
-	ow.chain = chainOf(ow.insts, ow.final)
-	for {
-		b, err := popFilled(sc, o.in[w])
-		if err != nil {
-			return nil // canceled: whoever failed said so
-		}
-		if b.Kind == core.Update {
-			if err := ow.update(b); err != nil {
-				return err
-			}
-			continue
-		}
-		end := b.Kind == core.End
-		if err := ow.chain.Push(b); err != nil {
-			return err
-		}
-		if end {
-			return nil
-		}
-	}
 }
 
 // writePart is the chain's last step on a part's worker: a data batch is
@@ -748,20 +797,13 @@ func (wr *writer) loop() error {
 // completed since is committed; at a barrier item the epoch's output is
 // made durable and acknowledged), then its bytes. it is borrowed.
 func (wr *writer) write(it *encoded) error {
-	r, shell := wr.r, wr.shell
-	if r.ck != nil {
-		b := it.mark
-		if b == nil {
-			shell.Len, shell.Stamp = it.records, it.stamp
-			b = shell
-		}
-		if err := r.sinkCheckpoint(b); err != nil {
-			return err
-		}
+	b := it.mark
+	if b == nil {
+		b = wr.shell
+		b.Len, b.Stamp = it.records, it.stamp
 	}
-	if hook := r.job.OnSink; hook != nil && it.records > 0 {
-		shell.Len, shell.Stamp = it.records, it.stamp
-		hook(shell)
+	if err := wr.r.toSink(b); err != nil {
+		return err
 	}
 	if len(it.buf) == 0 {
 		return nil

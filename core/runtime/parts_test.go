@@ -178,3 +178,39 @@ func TestPartsWorkerError(t *testing.T) {
 		t.Fatalf("left after a failure: %v", entries)
 	}
 }
+
+// Under on_error: fail a post-region operator in the parts' workers fails
+// the job on the first bad row in the merger's order, as the merger alone
+// does with one file: the workers' failures are decided by chunk, the
+// order of the records they hold.
+func TestPartsFailOnFirstBadRow(t *testing.T) {
+	dir := t.TempDir()
+	run := func(parts int) error {
+		job := outputJob(t, filepath.Join(dir, "single.csv"), 2, 2, -1)
+		job.Source = newBlockSource(outOfOrder(36_000, 300, 8), 4)
+		if parts > 0 {
+			job.OutputParallelism = 0
+			job.Sink = sink.CSVParts(filepath.Join(dir, fmt.Sprintf("parts-%d", parts)), parts, sink.CSVOptions{})
+		}
+		errs, err := core.NewErrorPolicy(core.Fail, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job.Errors = errs
+		in := job.Region.Ops[0].Out
+		job.Post = []core.OperatorDef{{Name: "reject", Out: in, New: func(env core.Env) (core.Operator, error) {
+			return &rejectRows{env: env, mod: 97}, nil
+		}}}
+		_, err = runtime.Run(context.Background(), job)
+		return err
+	}
+	want := run(0)
+	if want == nil || !strings.Contains(want.Error(), "reject: row ") {
+		t.Fatalf("one file: %v", want)
+	}
+	for _, n := range []int{2, 3} {
+		if got := run(n); got == nil || got.Error() != want.Error() {
+			t.Fatalf("%d parts: %v, want %v", n, got, want)
+		}
+	}
+}

@@ -38,7 +38,6 @@ type run struct {
 	err   error
 
 	ctx            context.Context
-	post           *instSet
 	src            *sourceStage // the single source stage (source.go); nil with source workers
 	splitter       *splitter
 	bell           *doorbell
@@ -400,9 +399,6 @@ func (r *run) build() error {
 	r.letters.errs = job.Errors
 	r.ctl.log = r.log
 	var err error
-	if r.post, err = r.instantiate(job.Post, env, r.postCounters); err != nil {
-		return err
-	}
 	cores := UsableCores()
 	workers := sourceWorkers(job, cores)
 	r.parkSoon = !spareCore(jobStages(job, workers, cores), cores)
@@ -572,12 +568,7 @@ func (r *run) build() error {
 		return err
 	}
 	r.sinkOpen = true
-	if k := outputWorkers(job, len(r.allSplitters()), cores); k > 0 {
-		if err := r.buildOutput(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.buildOutput(outputWorkers(job, len(r.allSplitters()), cores))
 }
 
 // launch starts the stages: the channels, the merger, the checkpoint
@@ -585,12 +576,6 @@ func (r *run) build() error {
 // teardown.
 func (r *run) launch() error {
 	job := r.job
-	// The sink end: the output side with K output workers, or the one
-	// output worker the stage before runs inline (K = 0).
-	var post pusher = r.out
-	if r.out == nil {
-		post = newInlineWorker(r)
-	}
 	for _, f := range r.opt.onStart {
 		f(Live{r: r})
 	}
@@ -600,11 +585,11 @@ func (r *run) launch() error {
 	}
 	var head func(*core.Batch) error
 	if job.Region == nil {
-		head = post.Push
-		if r.out != nil { // parts: the source stage cuts the chunks
-			r.out.mergerCPU = r.src.cpu
-			r.launchOutput()
-		}
+		// The source stage hands its output to the output side (for
+		// parts it cuts the chunks).
+		head = r.out.Push
+		r.out.mergerCPU = r.src.cpu
+		r.launchOutput()
 	} else {
 		n := job.Region.Channels
 		outs := make([]*ring.SPSC[*core.Batch], n)
@@ -641,14 +626,10 @@ func (r *run) launch() error {
 			defer r.recoverStage("merger", 0)
 			mcpu.begin()
 			defer mcpu.end()
-			if r.out != nil {
-				r.out.mergerCPU = mcpu
-			}
-			newMergeStage(r, post, outs, mcpu).loop()
+			r.out.mergerCPU = mcpu
+			newMergeStage(r, outs, mcpu).loop()
 		})
-		if r.out != nil {
-			r.launchOutput()
-		}
+		r.launchOutput()
 	}
 	if r.ck != nil {
 		r.ckRunning = true
