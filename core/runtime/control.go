@@ -313,8 +313,11 @@ func (s *sourceStage) serveControl() error {
 				r.answer(q, Outcome{Position: pos}, nil, err)
 				return err
 			}
-			u.Seq = s.sp.seq
-			r.answer(q, u.outcome(), nil, nil)
+			// u is the channels' once pushed: its Seq stays 0 (numbered
+			// as it passed), the answer has the splitter's.
+			out := u.outcome()
+			out.Seq = s.sp.seq
+			r.answer(q, out, nil, nil)
 		default:
 			r.answer(q, Outcome{}, nil, refused("unknown request %q", q.kind))
 		}
