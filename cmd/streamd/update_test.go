@@ -361,6 +361,7 @@ commands:
 		close(started)
 	})
 	type answer struct {
+		i   int // the update's index: answers may come in any order
 		out runtime.Outcome
 		err error
 	}
@@ -370,12 +371,12 @@ commands:
 		<-started
 		def, err := f.BuildUpdate(j, "win", []byte(latenessBody(next[i])), "test")
 		if err != nil {
-			answers <- answer{err: err}
+			answers <- answer{i: i, err: err}
 			return
 		}
 		go func() {
 			out, err := live.Update(context.Background(), "win", def, latenessBody(next[i]), "test")
-			answers <- answer{out, err}
+			answers <- answer{i, out, err}
 		}()
 		for live.Queued() == 0 {
 			goruntime.Gosched()
@@ -388,10 +389,10 @@ commands:
 	if g.missed >= 0 {
 		t.Fatalf("position %d is not between two of the reference's batches", g.missed)
 	}
-	for i := range at {
+	for range at {
 		a := <-answers
-		if a.err != nil || a.out.Position != at[i] {
-			t.Fatalf("reference update %d: %+v %v, want position %d", i, a.out, a.err, at[i])
+		if a.err != nil || a.out.Position != at[a.i] {
+			t.Fatalf("reference update %d: %+v %v, want position %d", a.i, a.out, a.err, at[a.i])
 		}
 	}
 	got, _ := os.ReadFile(filepath.Join(dir, "live.csv"))

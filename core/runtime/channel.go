@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/logic"
 	"streamd/ring"
 )
 
@@ -44,6 +45,9 @@ type channelStage struct {
 	// place), chain them followed by final.
 	insts []instance
 	chain *core.Chain
+	// logic is the epoch of the logic insts run: the updates placed
+	// before the channel started, then those whose markers it met.
+	logic logic.Follower
 	db    *debloater // out's effective capacity (debloat.go); nil when debloating is off
 	// gl is the channel's count of records per key group, which the
 	// balancer reads (balance.go); nil without rebalancing.
@@ -84,6 +88,7 @@ func (s *channelStage) start(n int, wm int64) error {
 	env := core.Env{Channel: c, Channels: n, Errors: s.errs, Watermark: wm, Rescaled: join != nil || r.restore != nil}
 	var set *instSet
 	ops := r.chanOps // as of the call: a later update reaches the channel as a marker
+	s.logic = r.logic.Follow(logic.Region)
 	if join == nil || join.watermark == nil {
 		var err error
 		if set, err = r.instantiate(ops, env, r.regionCounters); err != nil {
@@ -187,8 +192,8 @@ func (s *channelStage) loop() {
 				return
 			}
 		}
-		if u := updateOf(b); u != nil && u.stage == stageRegion {
-			if err := s.update(u); err != nil {
+		if kind == core.Update {
+			if err := s.update(updateOf(b)); err != nil {
 				s.abort(b, err)
 				return
 			}
@@ -295,14 +300,21 @@ func (s *channelStage) reconfig(rc *reconf) (retire bool, err error) {
 	return s.c >= rc.to, nil
 }
 
-// update gives the channel's operators the new logic of an update at its
-// sync point (update.go) and rebuilds the chain over them.
+// update is the channel at an update's marker (update.go): its operators
+// take the new logic when the update targets the region, and the chain is
+// rebuilt over them.
 func (s *channelStage) update(u *update) error {
 	env := core.Env{Channel: s.c, Channels: int(s.r.curChans.Load()), Errors: s.errs}
-	if err := applyUpdate(s.insts, u, env); err != nil {
+	if u == nil {
+		return fmt.Errorf("channel %d: an Update marker without its update", s.c)
+	}
+	swapped, err := meet(&s.logic, s.insts, u, env)
+	if err != nil {
 		return fmt.Errorf("channel %d: %w", s.c, err)
 	}
-	s.chain = chainOf(s.insts, s.final)
+	if swapped {
+		s.chain = chainOf(s.insts, s.final)
+	}
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/plan"
+	"streamd/core/runtime/logic"
 	"streamd/kvstate"
 )
 
@@ -289,24 +290,32 @@ func (s *sourceStage) serveControl() error {
 			}
 			r.answer(q, out, wait, nil)
 		case KindUpdate:
-			u := q.upd
-			u.position = s.position()
-			r.commitUpdate(u)
-			if u.stage == stagePre {
-				if err := applyUpdate(s.set.insts, u, core.Env{Channels: 1, Errors: r.job.Errors}); err != nil {
-					r.answer(q, Outcome{Position: u.position}, nil, err)
-					return err
-				}
+			// The sync point is here, between two batches; the splitter
+			// numbers the marker as it passes (its Seq, known after).
+			u, pos := q.upd, s.position()
+			if err := r.place(u, logic.Point{Block: -1, Position: pos}); err != nil {
+				r.answer(q, Outcome{Position: pos}, nil, err)
+				continue
+			}
+			swapped, err := meet(&s.logic, s.set.insts, u, core.Env{Channels: 1, Errors: r.job.Errors})
+			if err != nil {
+				r.answer(q, Outcome{Position: pos}, nil, err)
+				return err
+			}
+			if swapped {
 				s.pre = chainOf(s.set.insts, s.head)
 			}
 			m := core.NewMarker(core.Update)
 			m.Control, m.Stamp = u, time.Now().UnixNano()
 			if err := s.pre.Push(m); err != nil {
-				r.answer(q, Outcome{Position: u.position}, nil, err)
+				r.answer(q, Outcome{Position: pos}, nil, err)
 				return err
 			}
-			u.seq = s.sp.seq
-			r.answer(q, u.outcome(), nil, nil)
+			// u is the channels' once pushed: its Seq stays 0 (numbered
+			// as it passed), the answer has the splitter's.
+			out := u.outcome()
+			out.Seq = s.sp.seq
+			r.answer(q, out, nil, nil)
 		default:
 			r.answer(q, Outcome{}, nil, refused("unknown request %q", q.kind))
 		}
@@ -371,14 +380,15 @@ func (r *run) placeControl(next int) (bool, error) {
 			later = append(later, qs[i+1:]...)
 			return true, nil
 		case KindUpdate:
+			// Its marker takes the pending slot: block next's worker
+			// sends it (beginNext).
 			u := q.upd
-			u.block, u.seq, u.position = next, uint64(next)<<blockSeqBits, pos
-			r.commitUpdate(u)
-			x.pending, x.pendingUpd = next, u
-			x.floor = next // later barriers record u: none may go before it
-			if u.stage == stagePre {
-				x.updates = append(x.updates, u)
+			if err := r.place(u, logic.Point{Seq: uint64(next) << blockSeqBits, Block: next, Position: pos}); err != nil {
+				r.answer(q, Outcome{Position: pos}, nil, err)
+				continue
 			}
+			x.pending = next
+			x.floor = r.logic.Floor() // later barriers record u: none may go before it
 			r.answer(q, u.outcome(), nil, nil)
 			later = append(later, qs[i+1:]...)
 			return true, nil
@@ -387,6 +397,28 @@ func (r *run) placeControl(next int) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// endUpdates is the routing side at the end of the input (the single
+// source stage at its source's end; with source workers, under x.mu, once
+// every block has been started): no update is placed from now on
+// (logic.Log.End), and those queued are answered with ErrEnded now rather
+// than when the run ends — no record would see their logic.
+func (r *run) endUpdates() {
+	r.logic.End()
+	if r.ctl.queued.Load() == 0 {
+		return
+	}
+	var later []*ctlRequest
+	for _, q := range r.ctl.take() {
+		if q.kind != KindUpdate {
+			later = append(later, q)
+			continue
+		}
+		_, err := r.logic.Place(q.upd.Op, q.upd.Body, logic.Point{Block: -1, Position: -1})
+		r.answer(q, Outcome{Position: -1}, nil, fmt.Errorf("%w: %w", ErrEnded, err))
+	}
+	r.ctl.putBack(later)
 }
 
 // requestCheckpoint starts the checkpoint control request q asks for and

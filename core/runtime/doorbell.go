@@ -1,6 +1,9 @@
 package runtime
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // doorbell wakes a consumer that polls several rings (the merger) when it
 // has parked. Producers ring it after each push; it costs one atomic load
@@ -36,6 +39,25 @@ func (d *doorbell) wait(ready func() bool) {
 	}
 	d.parked.Store(0)
 	select { // drop a wake-up that raced with ready() returning true
+	case <-d.wake:
+	default:
+	}
+}
+
+// waitFor is wait that also returns after t without a ring (a consumer
+// that decides something on a clock while nothing comes: an idle input).
+func (d *doorbell) waitFor(ready func() bool, t time.Duration) {
+	d.parked.Store(1)
+	if !ready() {
+		tm := time.NewTimer(t)
+		select {
+		case <-d.wake:
+		case <-tm.C:
+		}
+		tm.Stop()
+	}
+	d.parked.Store(0)
+	select {
 	case <-d.wake:
 	default:
 	}

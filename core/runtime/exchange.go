@@ -393,16 +393,13 @@ type exchange struct {
 	routed      []int // by worker id: the index in configs its splitter routes under
 	pending     int   // the block the next barrier goes before; -1: none
 	pendingInfo *barrierInfo
-	// pendingUpd is a change of logic placed at block pending instead of a
-	// barrier (control.go): its block's worker sends the Update marker.
-	// updates are those that replace a pre-region operator, in block
-	// order: each worker applies them as it reaches their blocks.
-	pendingUpd *update
-	updates    []*update
-	configs    []*routing // in block order; the first from the start block
-	started    atomic.Int64
-	routes     atomic.Pointer[[]*routing]  // configs, for the channels
-	splitters  atomic.Pointer[[]*splitter] // every worker's, for reports
+	// A change of logic placed at block pending takes the slot instead of
+	// a barrier (control.go; r.logic.At says which): its block's worker
+	// sends the Update marker.
+	configs   []*routing // in block order; the first from the start block
+	started   atomic.Int64
+	routes    atomic.Pointer[[]*routing]  // configs, for the channels
+	splitters atomic.Pointer[[]*splitter] // every worker's, for reports
 
 	// Barriers after the end of the input (endBarrier), under mu: tail
 	// the protocol's state (endinput.Tail), tailInfo the barriers it has

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"streamd/core"
+	"streamd/core/runtime/logic"
 	"streamd/ring"
 )
 
@@ -221,14 +222,11 @@ func (o *output) Push(b *core.Batch) error {
 		o.next = (o.next + 1) % max(o.workers(), 1)
 		return o.give(w, b)
 	case core.End, core.Update:
-		if u := updateOf(b); b.Kind == core.Update && (u == nil || u.stage != stagePost) {
-			b.Release() // the stages before took it
-			return nil
-		}
 		if o.inline != nil {
 			return o.give(0, b)
 		}
-		// To every worker. An Update marker is no item: the workers do
+		// To every worker (each meets every update, update.go, whichever
+		// stage it targets). An Update marker is no item: the workers do
 		// not count it, so the round-robin order of items goes on as
 		// before, and each worker meets it after every batch it was given
 		// before the sync point and before any after it.
@@ -355,6 +353,8 @@ type outputWorker struct {
 	// Channel and Channels: the worker's index and K, or 0 and 1 inline).
 	insts []instance
 	env   core.Env
+	// logic is the epoch of the logic insts run (update).
+	logic logic.Follower
 	// chain is insts, then final, its last step: encode, writePart or,
 	// inline, writeBatch.
 	chain *core.Chain
@@ -379,7 +379,7 @@ type outputWorker struct {
 func newOutputWorker(r *run, w int, sc *stageCPU) *outputWorker {
 	o := r.out
 	k := max(o.workers(), 1)
-	ow := &outputWorker{r: r, o: o, w: w, sc: sc, insts: o.posts[w].insts,
+	ow := &outputWorker{r: r, o: o, w: w, sc: sc, insts: o.posts[w].insts, logic: logic.NewFollower(logic.Post, 0),
 		env:  core.Env{Channel: w, Channels: k, Errors: r.job.Errors},
 		item: int64(w), k: int64(k), left: PartChunk}
 	switch {
@@ -716,19 +716,20 @@ func (ow *outputWorker) writePart(b *core.Batch) error {
 }
 
 // update carries out, on this worker, the change of logic an Update
-// marker b brings (update.go): the worker's instance of a post-region
-// operator is replaced (or retuned), and its chain made anew. Every batch
-// the worker was given before the marker went through the old chain,
-// every one after it goes through the new one. It takes ownership of b:
-// the marker goes no further. Markers for operators of other stages are
-// dropped: those stages took them already.
+// marker b brings (update.go): the worker meets the update, and when it
+// targets a post-region operator the worker's instance is replaced (or
+// retuned) and its chain made anew. Every batch the worker was given
+// before the marker went through the old chain, every one after it goes
+// through the new one. It takes ownership of b: the marker goes no
+// further.
 func (ow *outputWorker) update(b *core.Batch) error {
 	u := updateOf(b)
 	b.Release()
-	if u == nil || u.stage != stagePost {
-		return nil
+	if u == nil {
+		return errors.New("output: an Update marker without its update")
 	}
-	if err := applyUpdate(ow.insts, u, ow.env); err != nil {
+	swapped, err := meet(&ow.logic, ow.insts, u, ow.env)
+	if err != nil || !swapped {
 		return err
 	}
 	ow.chain = chainOf(ow.insts, ow.final)

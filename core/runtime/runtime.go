@@ -14,6 +14,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/plan"
+	"streamd/core/runtime/logic"
 	"streamd/kvstate"
 	"streamd/ring"
 	"streamd/sched"
@@ -46,10 +47,12 @@ type run struct {
 	regionCounters []*core.Counters
 	letters        letterQueue // the channels' dead letters, for the merger (letters.go)
 	failures       failures    // operator failures in channels, decided in input order (failure.go)
-	// updateLog is the changes of logic placed so far (the restored
-	// checkpoint's first), updatesText its JSON, which every barrier
-	// placed after them records (routing goroutine; update.go).
-	updateLog         []UpdateRecord
+	// logic is the update sync protocol's routing side: the changes of
+	// logic placed so far (the restored checkpoint's first); updatesText
+	// their JSON, which every barrier placed after them records (routing
+	// goroutine; update.go).
+	logic             *logic.Log
+	updates           []*update // placed, by epoch − 1 (the source workers read them under x.mu)
 	updatesText       string
 	chanOps           []core.OperatorDef // a channel's operators: the region's, then the first post-region operator's Partial (routing goroutine; updates replace it, update.go)
 	regionDefs        []core.OperatorDef // chanOps as built, for reports
@@ -382,12 +385,14 @@ func (r *run) build() error {
 	r.procCPU0 = sched.ProcessCPU()
 	env := core.Env{Channel: 0, Channels: 1, Errors: job.Errors}
 	r.preDefs = job.Pre
+	r.logic = logic.NewLog(nil, 0)
 	if r.restore != nil {
 		r.updatesText = r.restore.Meta.Extra[UpdatesExtra]
-		var err error
-		if r.updateLog, err = RestoredUpdates(&r.restore.Meta); err != nil {
+		recs, err := RestoredUpdates(&r.restore.Meta)
+		if err != nil {
 			return err
 		}
+		r.logic = logic.NewLog(recs, 0)
 	}
 	if reg := job.Region; reg != nil && len(reg.Key) > 0 && len(reg.Ops) > 0 && reg.Ops[0].Local != nil {
 		// The region's local step (local-global aggregation) runs last

@@ -10,6 +10,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/runtime/internal/endinput"
+	"streamd/core/runtime/logic"
 )
 
 // sourceStage is the single source stage, the job's first stage when it
@@ -39,10 +40,13 @@ type sourceStage struct {
 	times *inputTimes
 	// set is the pre-region operators' instances (with the region's local
 	// step last, if any); pre is their chain ending in head, rebuilt when
-	// an update replaces one of them (serveControl).
-	set  *instSet
-	pre  *core.Chain
-	head func(*core.Batch) error
+	// an update replaces one of them (serveControl); logic the epoch of
+	// the logic they run (the zero value: a pre-region stage at the run's
+	// start).
+	set   *instSet
+	pre   *core.Chain
+	head  func(*core.Batch) error
+	logic logic.Follower
 	// sp is the splitter (run.splitter), nil without a region.
 	sp    *splitter
 	cpu   *stageCPU   // the stage's CPU account
@@ -266,6 +270,7 @@ func (s *sourceStage) end(ctx context.Context, err error) {
 	r := s.r
 	if errors.Is(err, io.EOF) {
 		err = nil
+		r.endUpdates()
 		if s.sp != nil {
 			err = s.sp.flushAll() // endOfInput waits for the rings to drain
 		}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"streamd/core"
 	"streamd/core/plan"
+	"streamd/core/runtime/logic"
 	"streamd/snapshot"
 )
 
@@ -15,23 +17,29 @@ import (
 // replaces one stateless operator's definition in the running job at one
 // sync point, a sequence number s: every record before s went through the
 // old logic, every record after it goes through the new one, in every
-// stage that runs an instance of the operator.
+// stage that runs an instance of the operator. The protocol's decisions
+// are core/runtime/logic's (a deterministic state machine with script
+// tests): which update is refused (logic.Check), its epoch and sync point
+// (logic.Log, run.logic), which marker a stage meets and whether it swaps
+// (logic.Follower); this file and the loops drive it.
 //
 //   - The routing goroutine takes the request between batches (single
 //     source stage) or places it before a block no source worker has
 //     started (exchange.go: the pending slot a barrier would take).
 //   - Pre-region operators are replaced there: on the single source stage
 //     at once, by each source worker when it starts its first block at or
-//     after the sync block (exchange.updates).
+//     after the sync block (logic.Log.Due).
 //   - An Update marker, routed like a barrier, reaches every channel after
-//     every record before s: a channel replaces its instance of a region
-//     operator when it pops the marker. The merger, once every channel has
-//     delivered it (aligned by sequence number), hands it to the output
-//     workers, which replace their post-region instances.
+//     every record before s: a channel meets it when it pops it, and
+//     replaces its instance of a region operator. The merger, once every
+//     channel has delivered it (aligned by sequence number), hands it to
+//     the output workers, which meet it and replace their post-region
+//     instances. Every stage meets every update's marker, in epoch order.
 //   - Definitions kept for stages started later (channels and workers a
 //     live change adds) are replaced when the update is placed, copy on
 //     write: a stage started for an earlier routing keeps the slice it
-//     was given and meets the marker.
+//     was given and meets the marker; one started after starts at the
+//     update's epoch (logic.Log.Follow) and never meets it.
 //
 // Operators without keyed state (OperatorDef.State empty, no Partial)
 // can be replaced, with a definition of the same input and output schema:
@@ -49,39 +57,20 @@ import (
 // output workers the merger hands the marker in its place to the one
 // worker it runs inline.
 
-// Stages an update can target.
-const (
-	stagePre = iota
-	stageRegion
-	stagePost
-)
-
-var stageNames = [...]string{"pre", "region", "post"}
-
-// update is one change of logic, read-only once placed.
+// update is one change of logic: the protocol's update (its epoch,
+// operator, sync point and entry; core/runtime/logic), with the definition
+// its instances take. Read-only once placed.
 type update struct {
-	name  string
-	stage int
-	index int
-	def   core.OperatorDef
+	logic.Update
+	def core.OperatorDef
 	// retune: the operator keeps its instances, which take def's settings
 	// at the sync point (core.Retuner); otherwise they are replaced by
 	// instances of def.
 	retune bool
-	// body is the operator's new entry as the request gave it (job-file
-	// YAML or JSON), recorded by the checkpoints after the sync point so
-	// that a restore runs with the logic in force at its barrier.
-	body string
-	// seq is the sync point's sequence number (the Update marker's),
-	// position the input records before it (-1: unknown), block the
-	// block it was placed before (source workers).
-	seq      uint64
-	position int64
-	block    int
 }
 
 func (u *update) outcome() Outcome {
-	return Outcome{Seq: u.seq, Position: u.position, Inputs: map[string]string{"operator": u.name, "stage": stageNames[u.stage]}}
+	return Outcome{Seq: u.Seq, Position: u.Position, Inputs: map[string]string{"operator": u.Name, "stage": u.Stage.String()}}
 }
 
 // Update replaces the logic of the stateless operator named name (its
@@ -107,12 +96,12 @@ func (l Live) Update(ctx context.Context, name string, def core.OperatorDef, bod
 	if err != nil {
 		return l.refuse(KindUpdate, reason, in, err)
 	}
-	u.body = body
+	u.Body = body
 	return l.request(ctx, &ctlRequest{kind: KindUpdate, upd: u, reason: reason, inputs: in})
 }
 
 // locate finds the operator an update targets and checks the new
-// definition against it.
+// definition against it (logic.Check).
 func (r *run) locate(name string, def core.OperatorDef) (*update, error) {
 	if r.job.Region == nil {
 		return nil, refused("update needs a parallel region: its sync point is a splitter sequence number")
@@ -123,26 +112,23 @@ func (r *run) locate(name string, def core.OperatorDef) (*update, error) {
 			if old.Name != name {
 				continue
 			}
-			if old.State != "" && old.Retune != nil && def.State == old.State {
+			u := &update{Update: logic.Update{Op: logic.Op{Name: name, Stage: logic.Stage(s), Index: i}}}
+			mode, err := logic.Check(name, logicDef(old), logicDef(def))
+			if err != nil {
+				return nil, refused("%v", err)
+			}
+			if mode == logic.Retune {
 				// A keyed operator that takes new settings in place (a
 				// window's allowed lateness): its instances keep their state.
 				next, err := old.Retune(def)
 				if err != nil {
 					return nil, refused("%v", err)
 				}
-				next.Name = old.Name
-				return &update{name: name, stage: s, index: i, def: next, retune: true}, nil
-			}
-			switch {
-			case old.State != "" || def.State != "":
-				return nil, refused("operator %s keeps keyed state (%s): an update would change its state layout, which a running job cannot convert; only stateless operators (filter, map) and a window's allowed lateness can be updated", name, cmpState(old.State, def.State))
-			case old.Partial != nil:
-				return nil, refused("operator %s runs a pre-aggregation in every channel: it cannot be updated", name)
-			case !sameSchema(old.Out, def.Out):
-				return nil, refused("operator %s: the update changes its output from %s to %s; every operator after it was built for the first", name, old.Out, def.Out)
+				def, u.retune = next, true
 			}
 			def.Name = old.Name
-			return &update{name: name, stage: s, index: i, def: def}, nil
+			u.def = def
+			return u, nil
 		}
 	}
 	var names []string
@@ -151,61 +137,63 @@ func (r *run) locate(name string, def core.OperatorDef) (*update, error) {
 			names = append(names, d.Name)
 		}
 	}
-	return nil, refused("no operator named %q (the job has %s)", name, stringsJoin(names))
+	return nil, refused("no operator named %q (the job has %s)", name, strings.Join(names, ", "))
 }
 
-func cmpState(old, next string) string {
-	if next == "" || next == old {
-		return old
-	}
-	return old + " → " + next
-}
-
-func stringsJoin(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ", "
+// logicDef is what logic.Check needs of d.
+func logicDef(d core.OperatorDef) logic.Def {
+	ld := logic.Def{State: d.State, Partial: d.Partial != nil, Retune: d.Retune != nil}
+	if d.Out != nil {
+		ld.Out = d.Out.String()
+		var sh strings.Builder
+		for _, f := range d.Out.Fields {
+			sh.WriteString(f.Name)
+			sh.WriteByte(0)
+			sh.WriteString(f.Type.String())
+			sh.WriteByte(0)
 		}
-		out += v
+		ld.Shape = sh.String()
 	}
-	return out
+	return ld
 }
 
-// sameSchema says whether a and b have the same fields, names and types.
-func sameSchema(a, b *core.Schema) bool {
-	if a == b {
-		return true
+// place places u at sync point at (the routing goroutine; x.mu held
+// with source workers): the log gives it its epoch (logic.Log.Place), the
+// barriers placed from now on record it (updatesText), and the lists that
+// stages started from now on instantiate (source workers, channels; the
+// post-region instances are made once) take its definition, copy on
+// write. Job's lists stay as built: reports read them.
+func (r *run) place(u *update, at logic.Point) error {
+	placed, err := r.logic.Place(u.Op, u.Body, at)
+	if err != nil {
+		return err
 	}
-	if a == nil || b == nil || len(a.Fields) != len(b.Fields) {
-		return false
-	}
-	for i := range a.Fields {
-		if a.Fields[i].Name != b.Fields[i].Name || a.Fields[i].Type != b.Fields[i].Type {
-			return false
-		}
-	}
-	return true
-}
-
-// commitUpdate replaces u's definition in the lists that stages started
-// from now on instantiate (source workers, channels; the post-region
-// instances are made once), copy on write (routing goroutine; x.mu held
-// with source workers). Job's lists stay as built: reports read them.
-func (r *run) commitUpdate(u *update) {
-	r.updateLog = append(slices.DeleteFunc(slices.Clone(r.updateLog), func(e UpdateRecord) bool { return e.Operator == u.name }),
-		UpdateRecord{Operator: u.name, Body: u.body})
-	if b, err := json.Marshal(r.updateLog); err == nil {
+	u.Update = placed
+	r.updates = append(r.updates, u)
+	if b, err := json.Marshal(r.logic.Records()); err == nil {
 		r.updatesText = string(b)
 	}
-	switch u.stage {
-	case stagePre:
+	switch u.Stage {
+	case logic.Pre:
 		r.preDefs = slices.Clone(r.preDefs)
-		r.preDefs[u.index] = u.def
-	case stageRegion:
+		r.preDefs[u.Index] = u.def
+	case logic.Region:
 		r.chanOps = slices.Clone(r.chanOps)
-		r.chanOps[u.index] = u.def
+		r.chanOps[u.Index] = u.def
 	}
+	return nil
+}
+
+// meet is a stage at update u's marker (a source worker: at u's block),
+// on the stage's goroutine: its follower moves to u's epoch and, when u
+// targets the stage, its instances take u (applyUpdate). It says whether
+// they did (the stage then rebuilds its chain).
+func meet(f *logic.Follower, insts []instance, u *update, env core.Env) (bool, error) {
+	swap, err := f.Meet(u.Update)
+	if err != nil || !swap {
+		return false, err
+	}
+	return true, applyUpdate(insts, u, env)
 }
 
 // applyUpdate carries out u on a stage's instances (on the stage's
@@ -213,16 +201,16 @@ func (r *run) commitUpdate(u *update) {
 // (retune) or is replaced by a new instance of u.def.
 func applyUpdate(insts []instance, u *update, env core.Env) error {
 	if !u.retune {
-		return swapInstance(insts, u.index, u.def, env)
+		return swapInstance(insts, u.Index, u.def, env)
 	}
-	rt, ok := insts[u.index].op.(core.Retuner)
+	rt, ok := insts[u.Index].op.(core.Retuner)
 	if !ok {
 		return fmt.Errorf("update %s: its instances cannot take new settings", u.def.Name)
 	}
 	if err := rt.Retune(u.def); err != nil {
 		return fmt.Errorf("update %s: %w", u.def.Name, err)
 	}
-	insts[u.index].def = u.def
+	insts[u.Index].def = u.def
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"streamd/core"
+	"streamd/core/runtime/logic"
 	"streamd/kvstate"
 	"streamd/ring"
 )
@@ -36,10 +37,11 @@ type sourceWorker struct {
 	pre  *instSet
 	errs *core.ErrorPolicy
 	cpu  *stageCPU
-	// chain is the pre-region chain into sp; applied counts the
-	// exchange's updates its instances have taken (x.mu to read updates).
-	chain   *core.Chain
-	applied int
+	// chain is the pre-region chain into sp; logic is the epoch of the
+	// logic its instances run (the updates of the blocks before the one
+	// it reads, update.go).
+	chain *core.Chain
+	logic logic.Follower
 	// ahead is the worker's event_time.max_ahead check (nil: off).
 	ahead *aheadCheck
 
@@ -81,7 +83,7 @@ func newSourceWorker(x *exchange, table *kvstate.Table, n int) (*sourceWorker, e
 	// The worker writes its block's state per batch: on lines of its own,
 	// not beside another worker's or a channel's hot data (core.OwnLines).
 	w := &core.OwnLines[sourceWorker](1)[0]
-	*w = sourceWorker{r: r, x: x, id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), applied: len(x.updates), ahead: r.newAheadCheck()}
+	*w = sourceWorker{r: r, x: x, id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), logic: r.logic.Follow(logic.Pre), ahead: r.newAheadCheck()}
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
 	if sp.db = r.newDebloater(); sp.db != nil {
@@ -310,12 +312,16 @@ func (w *sourceWorker) beginNext(after int) (int, error) {
 	var send *barrierInfo
 	var upd *update
 	if x.pending == b {
-		send, upd, x.pending, x.pendingInfo, x.pendingUpd = x.pendingInfo, x.pendingUpd, -1, nil, nil
+		send, x.pending, x.pendingInfo = x.pendingInfo, -1, nil
+		if u, ok := r.logic.At(b); ok && send == nil {
+			upd = r.updates[u.Epoch-1] // a change of logic took the slot
+		}
 	}
-	// Changes of the pre-region logic from block b on (update.go).
+	// The changes of logic of the blocks up to b (update.go), which the
+	// worker meets before reading b.
 	var swaps []*update
-	for ; w.applied < len(x.updates) && x.updates[w.applied].block <= b; w.applied++ {
-		swaps = append(swaps, x.updates[w.applied])
+	for _, u := range r.logic.Due(nil, &w.logic, b) {
+		swaps = append(swaps, r.updates[u.Epoch-1])
 	}
 	k := configIndex(x.configs, b)
 	changed := k != x.routed[w.id]
@@ -344,6 +350,9 @@ func (w *sourceWorker) beginNext(after int) (int, error) {
 			}
 		}
 	}
+	if !r.logic.Ended() && slices.Max(x.current)+1 >= x.blocks() {
+		r.endUpdates() // no block left to place an update before
+	}
 	x.mu.Unlock()
 	if err != nil {
 		return -1, err
@@ -353,10 +362,13 @@ func (w *sourceWorker) beginNext(after int) (int, error) {
 		w.sp.use(cfg.rings[p], cfg.heldAt(p), cfg.table)
 	}
 	for _, u := range swaps {
-		if err := applyUpdate(w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs}); err != nil {
+		swapped, err := meet(&w.logic, w.pre.insts, u, core.Env{Channel: w.id, Channels: w.id + 1, Errors: w.errs})
+		if err != nil {
 			return -1, err
 		}
-		w.chain = chainOf(w.pre.insts, w.sp.route)
+		if swapped {
+			w.chain = chainOf(w.pre.insts, w.sp.route)
+		}
 	}
 	if upd != nil {
 		// The sync point of a change of logic: before block b's records.
