@@ -133,6 +133,9 @@ func buildKafkaSink(b *sinkBuild, k *KafkaSinkSpec) (core.Sink, error) {
 	if opts.Timeout, err = kafkaDuration(b, ".timeout", k.Timeout); err != nil {
 		return nil, err
 	}
+	if opts.Timeout != 0 && opts.Timeout < time.Second {
+		return nil, b.errAt(".timeout", "timeout must be at least 1s, not %s", k.Timeout)
+	}
 	if opts.TransactionTimeout, err = kafkaDuration(b, ".transaction_timeout", k.TransactionTimeout); err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -124,6 +126,9 @@ func Kafka(opts KafkaOptions) (core.Sink, error) {
 	if s.opts.Timeout <= 0 {
 		s.opts.Timeout = 30 * time.Second
 	}
+	if s.opts.Timeout < time.Second {
+		return nil, errors.New("kafka sink: timeout under 1s") // the client's least record timeout
+	}
 	if s.opts.TransactionTimeout <= 0 {
 		s.opts.TransactionTimeout = 10 * time.Minute
 	}
@@ -226,9 +231,9 @@ func (s *kafkaSink) open(schema *core.Schema) error {
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer from brokers %s within %v (timeout): %w", strings.Join(s.opts.Brokers, ","), s.opts.Timeout, err)
+			return s.fail(fmt.Errorf("connect to brokers %s: no answer within %v (timeout): %w", strings.Join(s.opts.Brokers, ","), s.opts.Timeout, err))
 		}
-		return s.fail(err)
+		return s.fail(fmt.Errorf("connect to brokers %s: %w", strings.Join(s.opts.Brokers, ","), err))
 	}
 	if len(resp.Topics) != 1 {
 		return s.fail(errors.New("the brokers did not describe the topic"))
@@ -464,8 +469,18 @@ func (s *kafkaSink) Commit(epoch uint64) error {
 	if err := s.failed(); err != nil {
 		return err
 	}
+	if killBeforeCommit && len(s.pending) > 0 {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 	return s.commit(epoch)
 }
+
+// killBeforeCommit is a failpoint for the crash tests of the real binary:
+// with STREAMD_FAILPOINT=kafka-kill-before-commit the process kills itself
+// (SIGKILL) the first time a checkpoint has completed and its transaction
+// is still to be committed — the window a restore must close by committing
+// it.
+var killBeforeCommit = os.Getenv("STREAMD_FAILPOINT") == "kafka-kill-before-commit"
 
 func (s *kafkaSink) commit(epoch uint64) error {
 	n := 0
