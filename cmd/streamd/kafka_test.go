@@ -123,6 +123,43 @@ sink:
 	if !slices.Equal(byKcat, got) {
 		t.Fatalf("kcat read %d records, franz-go %d, or other ones", len(byKcat), len(got))
 	}
+
+	// kcat, told to partition as Kafka's Java client does, puts each key
+	// in the partition the sink put it in.
+	sinkPart := kafkaPartitions(t, addr, "out")
+	var keys strings.Builder
+	for k := range sinkPart {
+		fmt.Fprintf(&keys, "%s\tx\n", k)
+	}
+	if err := c.CreateTopic("keys", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(kcat, "-P", "-b", addr, "-t", "keys", "-K", "\t", "-X", "topic.partitioner=murmur2_random")
+	cmd.Stdin = strings.NewReader(keys.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v: %s", err, out)
+	}
+	for k, p := range kafkaPartitions(t, addr, "keys") {
+		if sinkPart[k] != p {
+			t.Fatalf("key %s: kcat chose partition %d, the sink %d", k, p, sinkPart[k])
+		}
+	}
+}
+
+// kafkaPartitions is the partition of each key in topic.
+func kafkaPartitions(t *testing.T, addr, topic string) map[string]int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rs, err := kafkatest.ReadCommitted(ctx, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int32{}
+	for _, r := range rs {
+		m[string(r.Key)] = r.Partition
+	}
+	return m
 }
 
 // Without checkpoint: validate says at-least-once; brokers that are not
