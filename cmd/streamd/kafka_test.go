@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"streamd/internal/kafkatest"
 )
 
@@ -214,4 +216,38 @@ sink:
 		t.Fatalf("restored run: exit %d: %s", code, stderr)
 	}
 	sameAsFile(t, kafkaRecords(t, addr, "out"), filepath.Join(dir, "out.csv"), 1)
+}
+
+// sasl: reaches the client: the right password writes, a wrong one fails
+// the run at once with the broker's refusal.
+func TestKafkaSinkSASL(t *testing.T) {
+	c, err := kafkatest.StartWith([]kfake.Opt{kfake.EnableSASL(), kfake.Superuser("PLAIN", "streamd", "secret")}, 0, 1, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	for _, pass := range []string{"secret", "wrong"} {
+		job := filepath.Join(dir, pass+".yaml")
+		writeTestFile(t, job, `source:
+  generator: {seed: 1, count: 100}
+sink:
+  kafka:
+    brokers: ["`+kafkatest.Addr(c)+`"]
+    topic: out
+    delivery: at_least_once
+    timeout: 5s
+    sasl: {mechanism: plain, user: streamd, password: `+pass+`}
+`)
+		code, _, stderr := cli(t, "run", job, "-q")
+		if pass == "secret" && code != 0 {
+			t.Fatalf("run with the password: exit %d: %s", code, stderr)
+		}
+		// kfake closes the connection on a failed login (EOF); a Kafka
+		// broker answers SASL_AUTHENTICATION_FAILED. Either is reported
+		// at once, not as a timeout.
+		if pass == "wrong" && (code == 0 || !strings.Contains(stderr, "kafka sink out: connect to brokers") || strings.Contains(stderr, "no answer within")) {
+			t.Fatalf("run with a wrong password: exit %d: %s", code, stderr)
+		}
+	}
 }

@@ -222,13 +222,21 @@ func (s *kafkaSink) open(schema *core.Schema) error {
 		return s.fail(err)
 	}
 	s.cl = cl
+	// The topic is asked for by a client of its own that does not retry,
+	// so that a refusal (authentication, a dial error) is reported as
+	// itself, not as a timeout after retries.
+	check, err := kgo.NewClient(s.clientOpts(kgo.RequestRetries(0))...)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer check.Close()
 	ctx, cancel := s.ctx()
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
 	t := kmsg.NewMetadataRequestTopic()
 	t.Topic = kmsg.StringPtr(s.opts.Topic)
 	req.Topics = append(req.Topics, t)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, check)
 	if err != nil {
 		if ctx.Err() != nil {
 			return s.fail(fmt.Errorf("connect to brokers %s: no answer within %v (timeout): %w", strings.Join(s.opts.Brokers, ","), s.opts.Timeout, err))

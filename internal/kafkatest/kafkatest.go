@@ -23,6 +23,11 @@ import (
 // Start starts a one-broker cluster on 127.0.0.1 (port 0: any free one)
 // holding topics, each with partitions partitions. Close it when done.
 func Start(port int, partitions int32, topics ...string) (*kfake.Cluster, error) {
+	return StartWith(nil, port, partitions, topics...)
+}
+
+// StartWith is Start with further kfake options (SASL users, TLS).
+func StartWith(extra []kfake.Opt, port int, partitions int32, topics ...string) (*kfake.Cluster, error) {
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
@@ -31,7 +36,7 @@ func Start(port int, partitions int32, topics ...string) (*kfake.Cluster, error)
 	if len(topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(partitions, topics...))
 	}
-	return kfake.NewCluster(opts...)
+	return kfake.NewCluster(append(opts, extra...)...)
 }
 
 // New starts a cluster (Start, any port) for the test and closes it when
