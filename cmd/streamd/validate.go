@@ -28,6 +28,9 @@ func newValidateCmd() *cobra.Command {
 			}
 			job.Source.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n%s\n", args[0], f.Promise())
+			if d := f.Delivery(); d != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), d)
+			}
 			return nil
 		},
 	}

@@ -200,7 +200,7 @@ func (f *File) Build(opt Options) (*plan.Job, error) {
 		}
 		job.Region = reg
 	}
-	if job.Post, _, err = f.buildOps("post", s.Post, schema, errs, nil); err != nil {
+	if job.Post, schema, err = f.buildOps("post", s.Post, schema, errs, nil); err != nil {
 		return nil, err
 	}
 	if s.DeadLetterPath != "" {
@@ -211,7 +211,7 @@ func (f *File) Build(opt Options) (*plan.Job, error) {
 		}
 		f.claimFile("dead_letter_path", dl, "the dead-letter file")
 	}
-	if job.Sink, err = f.buildSink(opt); err != nil {
+	if job.Sink, err = f.buildSink(opt, schema); err != nil {
 		return nil, err
 	}
 	if job.Checkpoint, err = f.buildCheckpoint(opt, job.Sink, job.Region); err != nil {
@@ -506,13 +506,13 @@ func (f *File) buildOp(p string, o *OpSpec, in *core.Schema, errs *core.ErrorPol
 	return def, nil
 }
 
-// buildSink builds the one sink of sink:.
-func (f *File) buildSink(opt Options) (core.Sink, error) {
+// buildSink builds the one sink of sink:, whose records have schema in.
+func (f *File) buildSink(opt Options, in *core.Schema) (core.Sink, error) {
 	k, spec, err := sinkKinds.choose(f, "sink", f.Spec.Sink.sinks, true)
 	if err != nil {
 		return nil, err
 	}
-	return k.build(&sinkBuild{keyAt: keyAt{f, "sink." + k.name}, opt: opt}, spec)
+	return k.build(&sinkBuild{keyAt: keyAt{f, "sink." + k.name}, opt: opt, in: in}, spec)
 }
 
 // mkdirSink creates a file sink's directory (or the dead-letter file's)

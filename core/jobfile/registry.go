@@ -416,4 +416,5 @@ type sourceBuild struct {
 type sinkBuild struct {
 	keyAt
 	opt Options
+	in  *core.Schema // the records the sink is given
 }

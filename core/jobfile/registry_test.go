@@ -17,7 +17,7 @@ func TestRegistryOrder(t *testing.T) {
 	}{
 		{opKinds.names(), []string{"filter", "map", "project", "lookup_csv", "lookup_http", "window", "aggregate"}},
 		{sourceKinds.names(), []string{"parquet", "csv", "jsonl", "json", "stdin", "generator", "union"}},
-		{sinkKinds.names(), []string{"csv", "jsonl", "parquet", "stdout", "discard"}},
+		{sinkKinds.names(), []string{"csv", "jsonl", "parquet", "stdout", "discard", "kafka"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("kinds %v, want %v", c.got, c.want)

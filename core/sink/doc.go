@@ -1,6 +1,8 @@
 // Package sink holds streamd's built-in sinks: CSV and JSON Lines files,
 // directories of part files in either format (core.PartSink, parts.go),
-// and standard output in either format. Each implements [core.Sink].
+// standard output in either format, and Kafka topics (kafka.go: each
+// record a Kafka record; exactly-once by a transaction per checkpoint
+// epoch). Each implements [core.Sink].
 //
 // Invariants:
 //
