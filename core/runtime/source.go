@@ -23,7 +23,7 @@ import (
 // rebalance steps. At the input's end it keeps checkpointing while the
 // region drains (endOfInput), then sends End.
 //
-// Everything but r is the stage's own: set by build (set, replay, times,
+// Everything but r is the stage's own: set by build (set, replay, wm,
 // cpu) and launch (src, sp, head, pre) before its goroutine starts, then
 // written by that goroutine alone. It is allocated on cache lines of its
 // own (newSourceStage): its goroutine writes it per batch.
@@ -34,9 +34,6 @@ type sourceStage struct {
 	// checkpoints.
 	src    core.Source
 	replay *core.Replayable
-	// times, for a union, is its per-input watermark state
-	// (inputtimes.go); nil otherwise.
-	times *inputTimes
 	// set is the pre-region operators' instances (with the region's local
 	// step last, if any); pre is their chain ending in head, rebuilt when
 	// an update replaces one of them (serveControl).
@@ -48,10 +45,11 @@ type sourceStage struct {
 	cpu   *stageCPU   // the stage's CPU account
 	ahead *aheadCheck // event_time.max_ahead; nil: off
 
-	// The watermark generator: bound is EventTime.MaxOutOfOrder (ns),
-	// maxT the largest event time read (for a union, the current batch's:
-	// times keeps each input's), lastWM the last watermark pushed.
-	bound, maxT, lastWM int64
+	// wm is the watermark generator (watermark.go), its one block the
+	// whole input; maxT the largest event time read (for a union, the
+	// current batch's: wm.times keeps each input's).
+	wm   wmGen
+	maxT int64
 	// stamp is the current batch's entry time (the idle read's, for a
 	// live source that gave none), which a barrier injected after it
 	// carries.
@@ -78,7 +76,7 @@ type sourceStage struct {
 func (r *run) newSourceStage(env core.Env) (*sourceStage, error) {
 	s := &core.OwnLines[sourceStage](1)[0]
 	s.r = r
-	s.times = newInputTimes(r.job.Source) // before a Replayable wraps it
+	s.wm = newWMGen(r.job.EventTime.MaxOutOfOrder, core.NoTime, r.job.Source) // before a Replayable wraps it
 	s.cpu = r.newStageCPU("source", 0)
 	var err error
 	s.set, err = r.instantiate(r.preDefs, env, r.preCounters)
@@ -106,13 +104,12 @@ func (s *sourceStage) launch(head func(*core.Batch) error) {
 func (s *sourceStage) loop(ctx context.Context) {
 	r := s.r
 	s.replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
-	s.maxT, s.lastWM = core.NoTime, r.startWM
+	s.maxT, s.wm.last = core.NoTime, r.startWM
 	if r.restore != nil {
 		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &s.maxT)
 	}
-	s.bound = r.job.EventTime.MaxOutOfOrder
 	s.ahead = r.newAheadCheck()
-	s.piecesBarriers = s.replay != nil && liveInput(s.replay.Source) && s.times == nil && s.ahead == nil
+	s.piecesBarriers = s.replay != nil && liveInput(s.replay.Source) && s.wm.times == nil && s.ahead == nil
 	if s.replay != nil {
 		if _, resumer := s.replay.Source.(core.Resumer); resumer {
 			s.piecesBarriers = false
@@ -164,7 +161,7 @@ func (s *sourceStage) loop(ctx context.Context) {
 func (s *sourceStage) push(b *core.Batch) (empty bool, err error) {
 	r := s.r
 	var pos0 int64 // a union's block (core.Interleaved)
-	if s.times != nil && b.Len > 0 {
+	if s.wm.times != nil && b.Len > 0 {
 		pos0 = b.Pos[0]
 	}
 	n0 := b.Len
@@ -190,23 +187,16 @@ func (s *sourceStage) push(b *core.Batch) (empty bool, err error) {
 }
 
 // watermark pushes a Watermark marker when the batch just pushed (its
-// first record at pos0) advanced the watermark: the largest event time
-// less the bound, less 1 ns, or for a union the minimum over the inputs.
+// first record at pos0) advanced the watermark (wmGen.at: the stage's
+// input is one block; a union's batch is one block of the interleave).
 func (s *sourceStage) watermark(pos0 int64) error {
-	wm, ok := s.maxT-s.bound-1, s.maxT != core.NoTime
-	if s.times != nil {
-		// A union, the one branch a batch of another job pays: maxT was
-		// this batch's largest event time (reset below), the watermark the
-		// minimum over the inputs (inputtimes.go).
-		s.times.at(int(pos0 >> core.PosFileShift))
-		s.times.see(s.maxT)
-		s.maxT = core.NoTime
-		wm, ok = s.times.watermark(s.bound)
+	wm, ok := s.wm.at(int(pos0>>core.PosFileShift), s.maxT)
+	if s.wm.times != nil {
+		s.maxT = core.NoTime // a union's points are each batch's largest
 	}
-	if !ok || wm <= s.lastWM {
+	if !ok {
 		return nil
 	}
-	s.lastWM = wm
 	m := core.NewMarker(core.Watermark)
 	m.Watermark, m.Stamp = wm, s.stamp
 	return s.pre.Push(m)
@@ -301,10 +291,10 @@ func (s *sourceStage) injectBarrier(stamp, back, k int64) error {
 	r.ck.begin(r.ck.epoch)
 	m := core.NewMarker(core.Barrier)
 	m.Epoch, m.Stamp = r.ck.epoch, stamp
-	info := &barrierInfo{epoch: r.ck.epoch, position: s.replay.Position() - back, batchRecords: k, block: -1, maxTime: s.maxT, wm: s.lastWM, started: time.Now()}
+	info := &barrierInfo{epoch: r.ck.epoch, position: s.replay.Position() - back, batchRecords: k, block: -1, maxTime: s.maxT, wm: s.wm.last, started: time.Now()}
 	info.updates = r.updatesText
-	if s.times != nil {
-		info.maxTimes = s.times.String()
+	if s.wm.times != nil {
+		info.maxTimes = s.wm.times.String()
 	}
 	if rs, ok := s.replay.Source.(core.Resumer); ok {
 		var err error
