@@ -251,10 +251,9 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 		case endinput.Deliver:
 			bi = x.tailInfo[d.Barrier]
 		case endinput.Place:
-			r.ck.epoch++
-			r.ck.begin(r.ck.epoch)
-			bi = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
-				started: time.Now(), table: last.table, channels: last.channels(), tail: d.Barrier, updates: r.updatesText}
+			bi = r.startCheckpoint()
+			bi.position, bi.block = x.recordsBefore(in.blocks), int64(in.blocks)
+			bi.table, bi.channels, bi.tail = last.table, last.channels(), d.Barrier
 			x.tailInfo = append(x.tailInfo, bi)
 		}
 		x.mu.Unlock()
@@ -262,8 +261,7 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 			if in.channel == 0 {
 				bi.maxTime, bi.wm = in.wm.prevMax, in.wm.last
 			}
-			m := core.NewMarker(core.Barrier)
-			m.Epoch, m.Stamp, m.Control = bi.epoch, time.Now().UnixNano(), bi
+			m := barrierMarker(bi, time.Now().UnixNano())
 			m.MarkSeq = uint64(in.blocks)<<blockSeqBits - tailRoom + uint64(bi.tail)
 			return m, nil
 		}
@@ -724,9 +722,7 @@ func (x *exchange) requestBarrier(t int) {
 		// Never sent: its waiter hears of the timeout from the coordinator.
 		r.answer(old.req, Outcome{Epoch: old.epoch, Position: -1}, old.wait, nil)
 	}
-	r.ck.epoch++
-	r.ck.begin(r.ck.epoch)
-	x.mid, x.midInfo = t, &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
+	x.mid, x.midInfo = t, r.startCheckpoint()
 	x.midReq.Store(int64(t))
 }
 
@@ -840,17 +836,11 @@ func (x *exchange) placeChange(n, b int, table *kvstate.Table) error {
 			next.held = append(next.held, w.sp.gather)
 		}
 	}
-	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
-	for c := from; c < n; c++ {
-		out, err := r.newRing()
-		if err != nil {
-			return err
-		}
-		rc.outs = append(rc.outs, out)
-		in := newBlockInput(x, c, b, r.job.EventTime.MaxOutOfOrder, core.NoTime, r.ctx)
-		if err := r.startChannel(c, n, in, out, core.NoTime, rc); err != nil {
-			return err
-		}
+	err := r.addChannels(rc, core.NoTime, func(c int) (input, error) {
+		return newBlockInput(x, c, b, r.job.EventTime.MaxOutOfOrder, core.NoTime, r.ctx), nil
+	})
+	if err != nil {
+		return err
 	}
 	x.configs = append(x.configs, next)
 	for _, w := range added {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -128,26 +129,21 @@ func (s *sourceStage) rescale(n int) error {
 	if sp.gather != nil {
 		gather = append(gather, sp.gather[:min(from, n)]...)
 	}
-	rc.outs = append([]*ring.SPSC[*core.Batch](nil), r.mergerOuts[:min(from, n)]...)
-	for c := from; c < n; c++ {
-		in, err := r.newRing()
+	err := r.addChannels(rc, sp.lastWM, func(int) (input, error) {
+		rg, err := r.newRing()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err := r.newRing()
-		if err != nil {
-			return err
-		}
-		rings = append(rings, in)
-		rc.outs = append(rc.outs, out)
-		ri := &ringInput{rg: in}
+		rings = append(rings, rg)
+		ri := &ringInput{rg: rg}
 		if gather != nil {
 			ri.held = new(held)
 			gather = append(gather, ri.held)
 		}
-		if err := r.startChannel(c, n, ri, out, sp.lastWM, rc); err != nil {
-			return err
-		}
+		return ri, nil
+	})
+	if err != nil {
+		return err
 	}
 	// Drain: let the old channels work off their backlog before the
 	// marker, so that a channel gaining key groups does not sit waiting
@@ -165,7 +161,7 @@ func (s *sourceStage) rescale(n int) error {
 		}
 	}
 	cpu0 := s.cpu.waitBegin()
-	err := s.drain()
+	err = s.drain()
 	s.cpu.waited(cpu0)
 	if err != nil {
 		return err
@@ -188,6 +184,33 @@ func (s *sourceStage) rescale(n int) error {
 	sp.use(rings, gather, table)
 	r.mergerOuts = rc.outs
 	r.changed(n)
+	return nil
+}
+
+// addChannels is the part of prepare (a change rc from rc.from to rc.to
+// channels) that the single source stage and the exchange share: the
+// merger's inputs after the change (rc.outs: the kept channels' rings,
+// and a new one for each channel added) and the channels added, started
+// at once, each reading the input in makes for it, from watermark wm
+// (core.NoTime with source workers: channel 0 publishes it at the
+// change). An added channel waits for its key groups (join).
+func (r *run) addChannels(rc *reconf, wm int64, in func(c int) (input, error)) error {
+	from, n := rc.from, rc.to
+	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
+	for c := from; c < n; c++ {
+		out, err := r.newRing()
+		if err != nil {
+			return err
+		}
+		rc.outs = append(rc.outs, out)
+		ci, err := in(c)
+		if err != nil {
+			return err
+		}
+		if err := r.startChannel(c, n, ci, out, wm, rc); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
