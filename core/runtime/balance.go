@@ -13,6 +13,7 @@ import (
 
 	"streamd/core"
 	"streamd/core/runtime/handoff"
+	"streamd/core/runtime/internal/change"
 	"streamd/kvstate"
 	"streamd/kvstate/balance"
 )
@@ -415,9 +416,10 @@ func (b *balancer) refuse() {
 	}
 }
 
-// rebalanceStep carries out one step on the single source stage: a
-// Reconfig marker at the next sequence number to every channel, and the
-// splitter routes under table from there on. There is no drain (it is for
+// rebalanceStep carries out one step on the single source stage (the
+// change's source side, change.Source, without a drain): a Reconfig
+// marker at the next sequence number to every channel, and the splitter
+// routes under table from there on. There is no drain (it is for
 // channel-count changes): a channel that gains key groups holds them and
 // goes on (hold.go), or, when its operators cannot hold, waits at the
 // marker for their old owner to reach it; the others pass it without
@@ -425,20 +427,13 @@ func (b *balancer) refuse() {
 func (s *sourceStage) rebalanceStep(table *kvstate.Table) error {
 	r, sp := s.r, s.sp
 	n := len(sp.rings)
-	sp.seq++
-	rc := newReconf(sp.seq, n, n, 2, true)
-	rc.moves(sp.table, table)
-	rc.outs = r.mergerOuts
-	rc.synced.Store(clock())
-	for c := range n {
-		m := core.NewMarker(core.Reconfig)
-		m.MarkSeq, m.Control = rc.seq, rc
-		if err := sp.push(c, m); err != nil {
-			return err
-		}
-	}
-	sp.use(sp.rings, sp.gather, table)
-	return nil
+	return s.change(change.New(n, n, true), func() (splitterAfter, error) {
+		sp.seq++
+		rc := newReconf(sp.seq, n, n, 2, true)
+		rc.moves(sp.table, table)
+		rc.outs = r.mergerOuts
+		return splitterAfter{rc: rc, rings: sp.rings, gather: sp.gather, table: table}, nil
+	})
 }
 
 // Rebalance asks the running job for a rebalance now, aiming at skew

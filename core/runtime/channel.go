@@ -144,13 +144,13 @@ func (s *channelStage) start(n int, wm int64) error {
 func (s *channelStage) instantiateAtChange(ops []core.OperatorDef, env core.Env) (*instSet, error) {
 	bi := s.in.(*blockInput)
 	var err error
-	if bi.prevMax, bi.lastWM, err = s.addedBy.awaitWatermark(s.r.ctx); err != nil {
+	if bi.wm.prevMax, bi.wm.last, err = s.addedBy.awaitWatermark(s.r.ctx); err != nil {
 		return nil, err
 	}
-	if bi.times != nil {
-		bi.times.set(s.addedBy.maxTimes)
+	if bi.wm.times != nil {
+		bi.wm.times.set(s.addedBy.maxTimes)
 	}
-	env.Watermark = bi.lastWM
+	env.Watermark = bi.wm.last
 	return s.r.instantiate(ops, env, s.r.regionCounters)
 }
 

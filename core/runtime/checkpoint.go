@@ -175,6 +175,25 @@ func (c *checkpointer) begin(e uint64) {
 	c.started.Add(1)
 }
 
+// startCheckpoint starts the next checkpoint, on whichever source path
+// places its barrier: the next epoch, in flight from now (begin), and the
+// barrier's info with what every barrier records from the start (the
+// changes of logic in force); the caller adds the position.
+func (r *run) startCheckpoint() *barrierInfo {
+	r.ck.epoch++
+	r.ck.begin(r.ck.epoch)
+	return &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
+}
+
+// barrierMarker is the Barrier marker of checkpoint info, stamped stamp
+// (its entry time, ns); info belongs to the checkpoint once the marker is
+// pushed.
+func barrierMarker(info *barrierInfo, stamp int64) *core.Batch {
+	m := core.NewMarker(core.Barrier)
+	m.Epoch, m.Stamp, m.Control = info.epoch, stamp, info
+	return m
+}
+
 func (c *checkpointer) end() {
 	c.last.Store(c.now())
 	c.inFlight.Store(false)

@@ -370,12 +370,9 @@ func (r *run) placeControl(next int) (bool, error) {
 				later = append(later, qs[i+1:]...)
 				return true, nil
 			}
-			r.ck.epoch++
-			wait := r.ck.await(r.ck.epoch)
-			r.ck.begin(r.ck.epoch)
-			x.pending = next
-			x.pendingInfo = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(next), block: int64(next), started: time.Now()}
-			x.pendingInfo.updates = r.updatesText
+			wait := r.ck.await(r.ck.epoch + 1)
+			x.pending, x.pendingInfo = next, r.startCheckpoint()
+			x.pendingInfo.position, x.pendingInfo.block = x.recordsBefore(next), int64(next)
 			r.answer(q, Outcome{Epoch: r.ck.epoch, Seq: uint64(next) << blockSeqBits, Position: pos, Block: int64(next)}, wait, nil)
 			later = append(later, qs[i+1:]...)
 			return true, nil

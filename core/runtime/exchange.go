@@ -72,23 +72,20 @@ type blockInput struct {
 	// (batching.go); one per ring (ris), kept across blocks: a batch
 	// taken from the slot may belong to the worker's next block, and is
 	// returned when the channel reads that ring again.
-	ri      *ringInput
-	ris     map[*ring.SPSC[*core.Batch]]*ringInput
-	blocks  int
-	bound   int64 // max out-of-orderness, ns
-	b       int   // the block being read
-	prevMax int64 // largest event time of blocks < b
-	// blockMax is block b's largest event time so far (its last
-	// candidate): at a barrier inside b, prevMax and blockMax together
-	// are the watermark generator's state.
+	ri     *ringInput
+	ris    map[*ring.SPSC[*core.Batch]]*ringInput
+	blocks int
+	b      int // the block being read
+	// wm is the watermark generator (watermark.go) over the blocks in
+	// block order: its points are the candidates, each block closed at
+	// its block-end marker. blockMax is block b's largest event time so
+	// far (its last candidate): at a barrier inside b, wm.prevMax and
+	// blockMax together are the generator's state.
+	wm       wmGen
 	blockMax int64
-	lastWM   int64 // last watermark forwarded
 	ended    bool
 	channel  int
 	ctx      context.Context
-	// times, for a union, is the per-input watermark state (inputtimes.go)
-	// that replaces prevMax; nil otherwise.
-	times *inputTimes
 	// starved, when debloating is on, is x.starved[channel]: the time the
 	// channel waited for input, on now's clock; nil otherwise.
 	starved *atomic.Int64
@@ -96,7 +93,7 @@ type blockInput struct {
 }
 
 func newBlockInput(x *exchange, channel, b int, bound, startWM int64, ctx context.Context) *blockInput {
-	in := &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), bound: bound, prevMax: core.NoTime, blockMax: core.NoTime, lastWM: startWM, ctx: ctx, times: newInputTimes(x.src),
+	in := &blockInput{x: x, channel: channel, b: b, blocks: x.blocks(), wm: newWMGen(bound, startWM, x.src), blockMax: core.NoTime, ctx: ctx,
 		ris: map[*ring.SPSC[*core.Batch]]*ringInput{}}
 	if x.now != nil {
 		in.starved, in.now = &x.starved[channel], x.now
@@ -159,10 +156,10 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 				// The change's marker: after every record of the blocks
 				// before, before any of this one.
 				if in.channel == 0 {
-					if in.times != nil {
-						rc.maxTimes = in.times.clone()
+					if in.wm.times != nil {
+						rc.maxTimes = in.wm.times.clone()
 					}
-					rc.publishWatermark(in.prevMax, in.lastWM)
+					rc.publishWatermark(in.wm.prevMax, in.wm.last)
 				}
 				m := core.NewMarker(core.Reconfig)
 				m.MarkSeq, m.Control, m.Stamp = rc.seq, rc, time.Now().UnixNano()
@@ -179,11 +176,7 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 		switch bt.Kind {
 		case core.Pulse:
 			if bt.Control == blockEnd {
-				if in.times != nil {
-					in.times.at(in.b)
-					in.times.see(bt.Watermark)
-				}
-				in.prevMax = max(in.prevMax, bt.Watermark)
+				in.wm.endBlock(in.b, bt.Watermark)
 				in.blockMax = core.NoTime
 				in.b++
 				in.cur = nil
@@ -199,31 +192,25 @@ func (in *blockInput) pop(sc *stageCPU) (*core.Batch, error) {
 			// after the position raise it no further than the
 			// uninterrupted run's did.
 			if bi := barrierOf(bt); bi != nil && in.channel == 0 {
-				bi.maxTime, bi.wm = max(in.prevMax, in.blockMax), in.lastWM
+				bi.maxTime, bi.wm = max(in.wm.prevMax, in.blockMax), in.wm.last
 				if bi.inPiece {
 					// Between two pieces of a batch (cut.go): the batch's
 					// largest event time, whose candidate comes after its
 					// last piece.
 					bi.maxTime = max(bi.maxTime, bi.pieceMax)
-					if in.times != nil {
-						in.times.at(in.b)
-						in.times.see(bi.pieceMax)
+					if in.wm.times != nil {
+						in.wm.times.at(in.b)
+						in.wm.times.see(bi.pieceMax)
 					}
 				}
-				if in.times != nil {
-					bi.maxTimes = in.times.String()
+				if in.wm.times != nil {
+					bi.maxTimes = in.wm.times.String()
 				}
 			}
 		case core.Watermark:
 			in.blockMax = max(in.blockMax, bt.Watermark)
-			wm, ok := max(in.prevMax, bt.Watermark)-in.bound-1, true
-			if in.times != nil { // a union: the one branch a candidate of another job pays
-				in.times.at(in.b)
-				in.times.see(bt.Watermark)
-				wm, ok = in.times.watermark(in.bound)
-			}
-			if ok && wm > in.lastWM {
-				in.lastWM, bt.Watermark = wm, wm
+			if wm, ok := in.wm.at(in.b, bt.Watermark); ok {
+				bt.Watermark = wm
 			} else {
 				// No new watermark here: the point still tells the merger
 				// how far this channel is.
@@ -264,19 +251,17 @@ func (x *exchange) endBarrier(in *blockInput) (*core.Batch, error) {
 		case endinput.Deliver:
 			bi = x.tailInfo[d.Barrier]
 		case endinput.Place:
-			r.ck.epoch++
-			r.ck.begin(r.ck.epoch)
-			bi = &barrierInfo{epoch: r.ck.epoch, position: x.recordsBefore(in.blocks), block: int64(in.blocks),
-				started: time.Now(), table: last.table, channels: last.channels(), tail: d.Barrier, updates: r.updatesText}
+			bi = r.startCheckpoint()
+			bi.position, bi.block = x.recordsBefore(in.blocks), int64(in.blocks)
+			bi.table, bi.channels, bi.tail = last.table, last.channels(), d.Barrier
 			x.tailInfo = append(x.tailInfo, bi)
 		}
 		x.mu.Unlock()
 		if bi != nil {
 			if in.channel == 0 {
-				bi.maxTime, bi.wm = in.prevMax, in.lastWM
+				bi.maxTime, bi.wm = in.wm.prevMax, in.wm.last
 			}
-			m := core.NewMarker(core.Barrier)
-			m.Epoch, m.Stamp, m.Control = bi.epoch, time.Now().UnixNano(), bi
+			m := barrierMarker(bi, time.Now().UnixNano())
 			m.MarkSeq = uint64(in.blocks)<<blockSeqBits - tailRoom + uint64(bi.tail)
 			return m, nil
 		}
@@ -700,9 +685,9 @@ func unknownPosition(b int64) error {
 func (r *run) input(c int, bound int64) (*blockInput, error) {
 	in := newBlockInput(r.x, c, r.x.startBlock, bound, r.startWM, r.ctx)
 	if r.restore != nil {
-		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.prevMax)
-		if in.times != nil {
-			if err := in.times.restore(&r.restore.Meta); err != nil {
+		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &in.wm.prevMax)
+		if in.wm.times != nil {
+			if err := in.wm.times.restore(&r.restore.Meta); err != nil {
 				return nil, err
 			}
 		}
@@ -734,9 +719,7 @@ func (x *exchange) requestBarrier(t int) {
 		// Never sent: its waiter hears of the timeout from the coordinator.
 		r.answer(old.req, Outcome{Epoch: old.epoch, Position: -1}, old.wait, nil)
 	}
-	r.ck.epoch++
-	r.ck.begin(r.ck.epoch)
-	x.mid, x.midInfo = t, &barrierInfo{epoch: r.ck.epoch, started: time.Now(), updates: r.updatesText}
+	x.mid, x.midInfo = t, r.startCheckpoint()
 	x.midReq.Store(int64(t))
 }
 
@@ -850,17 +833,11 @@ func (x *exchange) placeChange(n, b int, table *kvstate.Table) error {
 			next.held = append(next.held, w.sp.gather)
 		}
 	}
-	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
-	for c := from; c < n; c++ {
-		out, err := r.newRing()
-		if err != nil {
-			return err
-		}
-		rc.outs = append(rc.outs, out)
-		in := newBlockInput(x, c, b, r.job.EventTime.MaxOutOfOrder, core.NoTime, r.ctx)
-		if err := r.startChannel(c, n, in, out, core.NoTime, rc); err != nil {
-			return err
-		}
+	err := r.addChannels(rc, core.NoTime, func(c int) (input, error) {
+		return newBlockInput(x, c, b, r.job.EventTime.MaxOutOfOrder, core.NoTime, r.ctx), nil
+	})
+	if err != nil {
+		return err
 	}
 	x.configs = append(x.configs, next)
 	for _, w := range added {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"streamd/core"
 	"streamd/core/runtime/handoff"
+	"streamd/core/runtime/internal/change"
 	"streamd/kvstate"
 	"streamd/ring"
 )
@@ -93,87 +95,179 @@ func (rc *reconf) awaitWatermark(ctx context.Context) (prevMax, lastWM int64, er
 	}
 }
 
-// rescale changes the channel count to n, between two source batches.
+// rescale changes the channel count to n, between two source batches:
+// it drives the change's source side (change.Source: prepare → drain →
+// sync → update) with the prepare step below.
 func (s *sourceStage) rescale(n int) error {
 	r, sp := s.r, s.sp
 	from := len(sp.rings)
 	if n < 1 || n > r.maxChannels {
 		return fmt.Errorf("rescale to %d channels: allowed 1..%d", n, r.maxChannels)
 	}
-	// Prepare: the new key-group table and the moves; new channels and
-	// their rings, idle until their groups arrive.
-	sp.seq++
-	rc := newReconf(sp.seq, from, n, 2, false)
-	var table *kvstate.Table
-	if sp.table != nil {
-		table = sp.table.Resize(n)
-		rc.moves(sp.table, table)
-	}
-	rings := append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
-	var gather []*held
-	if sp.gather != nil {
-		gather = append(gather, sp.gather[:min(from, n)]...)
-	}
-	rc.outs = append([]*ring.SPSC[*core.Batch](nil), r.mergerOuts[:min(from, n)]...)
-	for c := from; c < n; c++ {
-		in, err := r.newRing()
-		if err != nil {
-			return err
+	err := s.change(change.New(from, n, false), func() (splitterAfter, error) {
+		// Prepare: the new key-group table and the moves; new channels and
+		// their rings, idle until their groups arrive.
+		sp.seq++
+		a := splitterAfter{rc: newReconf(sp.seq, from, n, 2, false)}
+		if sp.table != nil {
+			a.table = sp.table.Resize(n)
+			a.rc.moves(sp.table, a.table)
 		}
+		a.rings = append([]*ring.SPSC[*core.Batch](nil), sp.rings[:min(from, n)]...)
+		if sp.gather != nil {
+			a.gather = append(a.gather, sp.gather[:min(from, n)]...)
+		}
+		err := r.addChannels(a.rc, sp.lastWM, func(int) (input, error) {
+			rg, err := r.newRing()
+			if err != nil {
+				return nil, err
+			}
+			a.rings = append(a.rings, rg)
+			ri := &ringInput{rg: rg}
+			if a.gather != nil {
+				ri.held = new(held)
+				a.gather = append(a.gather, ri.held)
+			}
+			return ri, nil
+		})
+		return a, err
+	})
+	if err != nil {
+		return err
+	}
+	r.changed(n)
+	return nil
+}
+
+// splitterAfter is what the prepare step of a change on the single source
+// stage makes: the change, and the splitter's rings, gathered slots and
+// key-group table from the switch on.
+type splitterAfter struct {
+	rc     *reconf
+	rings  []*ring.SPSC[*core.Batch]
+	gather []*held
+	table  *kvstate.Table
+}
+
+// change drives the source side of one change on the single source stage
+// (ch, core/runtime/internal/change), between two source batches: it
+// observes whether the old channels still work through what was pushed
+// to them (during the drain only), steps ch and does what it decides —
+// prepare (the caller's), a pulse at the current sequence number, a wait
+// (polling: yielding for the first drainSpin, then sleeping 20 µs every
+// 16 polls; the source's time counts as the drain wait), a Reconfig
+// marker, a removed channel's ring closed, the switch to the new table
+// and rings. It returns prepare's error, a push's, ctx's, or one when a
+// channel stopped during the drain.
+//
+// The drain lets the old channels work off their backlog before the
+// marker, so that a channel gaining key groups does not sit waiting while
+// their old owner works through a full ring to reach the marker; the
+// source waits (its records would have waited in the rings anyway). The
+// pulse first lets the merger order every channel's output up to here,
+// so that no channel stays blocked on a full output ring. FIFO order
+// means an old channel at its marker has processed everything routed to
+// it before.
+func (s *sourceStage) change(ch *change.Source, prepare func() (splitterAfter, error)) error {
+	r, sp := s.r, s.sp
+	var a splitterAfter
+	var t0 time.Time
+	var cpu0 time.Duration
+	waiting := false
+	for spins := 0; ; {
+		var f change.Facts
+		if ch.Draining() {
+			busy, err := s.busy()
+			if err != nil {
+				if waiting {
+					s.cpu.waited(cpu0)
+				}
+				return err
+			}
+			f.Busy = busy
+		}
+		d := ch.Step(f)
+		switch d.Action {
+		case change.Prepare:
+			var err error
+			if a, err = prepare(); err != nil {
+				return err
+			}
+			t0 = time.Now()
+		case change.Pulse:
+			m := core.NewMarker(core.Pulse)
+			m.MarkSeq = sp.seq
+			if err := sp.push(d.Channel, m); err != nil {
+				return err
+			}
+		case change.Wait:
+			if !waiting {
+				cpu0, waiting = s.cpu.waitBegin(), true
+			}
+			if err := r.ctx.Err(); err != nil {
+				s.cpu.waited(cpu0)
+				return err
+			}
+			// Poll often (yielding) for the first drainSpin: a channel that
+			// has finished waits for the marker spinning, and one left idle
+			// longer than its ring's spin budget parks and must be woken.
+			if spins&15 == 0 && time.Since(t0) > drainSpin {
+				time.Sleep(20 * time.Microsecond)
+			} else {
+				runtime.Gosched()
+			}
+			spins++
+		case change.Mark:
+			if d.Channel == 0 {
+				if waiting {
+					s.cpu.waited(cpu0)
+					waiting = false
+				}
+				if !a.rc.plan.Balance() {
+					r.drains.record(time.Since(t0))
+				}
+				a.rc.synced.Store(clock())
+			}
+			m := core.NewMarker(core.Reconfig)
+			m.MarkSeq, m.Control = a.rc.seq, a.rc
+			if err := sp.push(d.Channel, m); err != nil {
+				return err
+			}
+		case change.Close:
+			sp.rings[d.Channel].Close()
+		case change.Switch:
+			sp.use(a.rings, a.gather, a.table)
+			r.mergerOuts = a.rc.outs
+		case change.Done:
+			return nil
+		}
+	}
+}
+
+// addChannels is the part of prepare (a change rc from rc.from to rc.to
+// channels) that the single source stage and the exchange share: the
+// merger's inputs after the change (rc.outs: the kept channels' rings,
+// and a new one for each channel added) and the channels added, started
+// at once, each reading the input in makes for it, from watermark wm
+// (core.NoTime with source workers: channel 0 publishes it at the
+// change). An added channel waits for its key groups (join).
+func (r *run) addChannels(rc *reconf, wm int64, in func(c int) (input, error)) error {
+	from, n := rc.from, rc.to
+	rc.outs = slices.Clone(r.mergerOuts[:min(from, n)])
+	for c := from; c < n; c++ {
 		out, err := r.newRing()
 		if err != nil {
 			return err
 		}
-		rings = append(rings, in)
 		rc.outs = append(rc.outs, out)
-		ri := &ringInput{rg: in}
-		if gather != nil {
-			ri.held = new(held)
-			gather = append(gather, ri.held)
+		ci, err := in(c)
+		if err != nil {
+			return err
 		}
-		if err := r.startChannel(c, n, ri, out, sp.lastWM, rc); err != nil {
+		if err := r.startChannel(c, n, ci, out, wm, rc); err != nil {
 			return err
 		}
 	}
-	// Drain: let the old channels work off their backlog before the
-	// marker, so that a channel gaining key groups does not sit waiting
-	// while their old owner works through a full ring to reach the marker.
-	// The source waits here (its records would have waited in the rings
-	// anyway); the channels stay busy until they are done. A pulse at the
-	// current sequence first lets the merger order every channel's output
-	// up to here, so that no channel stays blocked on a full output ring.
-	t0 := time.Now()
-	for c := range sp.rings {
-		m := core.NewMarker(core.Pulse)
-		m.MarkSeq = sp.seq
-		if err := sp.push(c, m); err != nil {
-			return err
-		}
-	}
-	cpu0 := s.cpu.waitBegin()
-	err := s.drain()
-	s.cpu.waited(cpu0)
-	if err != nil {
-		return err
-	}
-	r.drains.record(time.Since(t0))
-	// Sync: every old channel gets the marker at seq; FIFO order means it
-	// has processed everything routed to it before.
-	rc.synced.Store(clock())
-	for c := 0; c < from; c++ {
-		m := core.NewMarker(core.Reconfig)
-		m.MarkSeq, m.Control = rc.seq, rc
-		if err := sp.push(c, m); err != nil {
-			return err
-		}
-	}
-	// Update: route under the new table from here on.
-	for c := n; c < from; c++ {
-		sp.rings[c].Close()
-	}
-	sp.use(rings, gather, table)
-	r.mergerOuts = rc.outs
-	r.changed(n)
 	return nil
 }
 
@@ -184,36 +278,20 @@ func (r *run) changed(n int) {
 	r.rescales.Add(1)
 }
 
-// drain waits until every channel has finished every batch the splitter
-// pushed to it.
-func (s *sourceStage) drain() error {
+// busy says whether an old channel has not finished every batch the
+// splitter pushed to it (the drain's fact); an error when one stopped.
+func (s *sourceStage) busy() (bool, error) {
 	r, sp := s.r, s.sp
-	start := time.Now()
-	for spins := 0; ; spins++ {
-		busy := false
-		for c, rg := range sp.rings {
-			if rg.Canceled() {
-				return fmt.Errorf("rescale: a channel stopped")
-			}
-			if r.chanStats[c].Batches.Load() != sp.pushed[c] {
-				busy = true
-			}
+	busy := false
+	for c, rg := range sp.rings {
+		if rg.Canceled() {
+			return false, fmt.Errorf("rescale: a channel stopped")
 		}
-		if !busy {
-			return nil
-		}
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
-		// Poll often (yielding) for the first drainSpin: a channel that has
-		// finished waits for the marker spinning, and one left idle longer
-		// than its ring's spin budget parks and must be woken.
-		if spins&15 == 0 && time.Since(start) > drainSpin {
-			time.Sleep(20 * time.Microsecond)
-		} else {
-			runtime.Gosched()
+		if r.chanStats[c].Batches.Load() != sp.pushed[c] {
+			busy = true
 		}
 	}
+	return busy, nil
 }
 
 // drainSpin is how long drain polls without sleeping.
@@ -295,8 +373,8 @@ func (s *channelStage) adopt(rc *reconf, m *handoff.Channel) error {
 
 // adoptSpin is how long a channel waiting for key groups keeps polling
 // (yielding) after the markers went out, before it parks: the old owners
-// have finished their backlog by then (drain) and hand over within µs,
-// while waking a parked goroutine costs 30–60 µs or, on a busy machine,
+// have finished their backlog by then (the drain: sourceStage.change) and
+// hand over within µs, while waking a parked goroutine costs 30–60 µs or, on a busy machine,
 // a scheduler slice. A channel added by the change polls from its start,
 // through the drain, up to adoptSpinMax.
 const (

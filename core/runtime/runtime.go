@@ -452,8 +452,8 @@ func (r *run) build() error {
 				if err := r.src.replay.SkipInBatch(cp.Restore.Meta.Sources["source"], cp.Restore.Meta.Sources[batchRecords]); err != nil {
 					return err
 				}
-				if r.src.times != nil {
-					if err := r.src.times.restore(&cp.Restore.Meta); err != nil {
+				if r.src.wm.times != nil {
+					if err := r.src.wm.times.restore(&cp.Restore.Meta); err != nil {
 						return err
 					}
 				}

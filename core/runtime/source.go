@@ -24,7 +24,7 @@ import (
 // rebalance steps. At the input's end it keeps checkpointing while the
 // region drains (endOfInput), then sends End.
 //
-// Everything but r is the stage's own: set by build (set, replay, times,
+// Everything but r is the stage's own: set by build (set, replay, wm,
 // cpu) and launch (src, sp, head, pre) before its goroutine starts, then
 // written by that goroutine alone. It is allocated on cache lines of its
 // own (newSourceStage): its goroutine writes it per batch.
@@ -35,9 +35,6 @@ type sourceStage struct {
 	// checkpoints.
 	src    core.Source
 	replay *core.Replayable
-	// times, for a union, is its per-input watermark state
-	// (inputtimes.go); nil otherwise.
-	times *inputTimes
 	// set is the pre-region operators' instances (with the region's local
 	// step last, if any); pre is their chain ending in head, rebuilt when
 	// an update replaces one of them (serveControl); logic the epoch of
@@ -48,31 +45,31 @@ type sourceStage struct {
 	head  func(*core.Batch) error
 	logic logic.Follower
 	// sp is the splitter (run.splitter), nil without a region.
-	sp    *splitter
-	cpu   *stageCPU   // the stage's CPU account
-	ahead *aheadCheck // event_time.max_ahead; nil: off
-
-	// The watermark generator: bound is EventTime.MaxOutOfOrder (ns),
-	// maxT the largest event time read (for a union, the current batch's:
-	// times keeps each input's), lastWM the last watermark pushed.
-	bound, maxT, lastWM int64
+	sp  *splitter
+	cpu *stageCPU // the stage's CPU account
+	// in is the stage's intake of source batches (intake.go); in.maxT
+	// the largest event time read (for a union, the current batch's:
+	// wm.times keeps each input's).
+	in intake
+	// wm is the watermark generator (watermark.go), its one block the
+	// whole input.
+	wm wmGen
 	// stamp is the current batch's entry time (the idle read's, for a
 	// live source that gave none), which a barrier injected after it
 	// carries.
 	stamp int64
 
 	// Pieces (cut.go): between two pieces of a batch, a barrier due by
-	// the clock goes there when inPieces allows it — the batch's records
-	// as read (none failed event time or max_ahead), a source whose
-	// batches follow the clock (a restore there re-reads the rest of the
-	// batch in other batches, as any restore of such a source does), not
-	// a union and not a core.Resumer (whose state is a batch's end):
-	// piecesBarriers says the source is such. batchLen is the batch being
-	// cut's records as read; between is betweenPieces, bound once so that
-	// the loop allocates no closure per batch.
-	piecesBarriers, inPieces bool
-	batchLen                 int
-	between                  func(rest int) error
+	// the clock goes there when the batch's records are as read (none
+	// failed event time or max_ahead: in.exact) and the source is one
+	// whose batches follow the clock (a restore there re-reads the rest
+	// of the batch in other batches, as any restore of such a source
+	// does), not a union and not a core.Resumer (whose state is a batch's
+	// end): piecesBarriers says the source is such. between is
+	// betweenPieces, bound once so that the loop allocates no closure per
+	// batch.
+	piecesBarriers bool
+	between        func(rest int) error
 }
 
 // newSourceStage makes the single source stage's account and
@@ -82,8 +79,9 @@ type sourceStage struct {
 func (r *run) newSourceStage(env core.Env) (*sourceStage, error) {
 	s := &core.OwnLines[sourceStage](1)[0]
 	s.r = r
-	s.times = newInputTimes(r.job.Source) // before a Replayable wraps it
+	s.wm = newWMGen(r.job.EventTime.MaxOutOfOrder, core.NoTime, r.job.Source) // before a Replayable wraps it
 	s.cpu = r.newStageCPU("source", 0)
+	s.in = intake{r: r, cpu: s.cpu, errs: r.job.Errors}
 	var err error
 	s.set, err = r.instantiate(r.preDefs, env, r.preCounters)
 	return s, err
@@ -110,13 +108,12 @@ func (s *sourceStage) launch(head func(*core.Batch) error) {
 func (s *sourceStage) loop(ctx context.Context) {
 	r := s.r
 	s.replay.MuteWhileSkipping(r.job.Errors) // malformed records before a restored position were handled
-	s.maxT, s.lastWM = core.NoTime, r.startWM
+	s.in.maxT, s.wm.last = core.NoTime, r.startWM
 	if r.restore != nil {
-		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &s.maxT)
+		fmt.Sscan(r.restore.Meta.Extra["max_event_time"], &s.in.maxT)
 	}
-	s.bound = r.job.EventTime.MaxOutOfOrder
-	s.ahead = r.newAheadCheck()
-	s.piecesBarriers = s.replay != nil && liveInput(s.replay.Source) && s.times == nil && s.ahead == nil
+	s.in.ahead = r.newAheadCheck()
+	s.piecesBarriers = s.replay != nil && liveInput(s.replay.Source) && s.wm.times == nil && s.in.ahead == nil
 	if s.replay != nil {
 		if _, resumer := s.replay.Source.(core.Resumer); resumer {
 			s.piecesBarriers = false
@@ -160,67 +157,45 @@ func (s *sourceStage) loop(ctx context.Context) {
 	s.end(ctx, err)
 }
 
-// push admits b (run.admit: event time, counts, entry time) and pushes it
-// into the pre-region chain — in pieces when the splitter cuts batches
-// (cut.go) — then the watermark it advances. It returns empty, with b
-// released, when every record failed event time (nothing was pushed);
-// an error stops the stage.
+// push takes b in (intake.take: event time, counts, entry time; in
+// pieces when the splitter cuts batches, cut.go), then pushes the
+// watermark it advances. It returns empty, with b released, when every
+// record failed event time (nothing was pushed); an error stops the
+// stage.
 func (s *sourceStage) push(b *core.Batch) (empty bool, err error) {
-	r := s.r
 	var pos0 int64 // a union's block (core.Interleaved)
-	if s.times != nil && b.Len > 0 {
+	if s.wm.times != nil && b.Len > 0 {
 		pos0 = b.Pos[0]
 	}
-	n0 := b.Len
-	if s.maxT, err = r.admit(b, s.cpu, s.maxT, r.job.Errors, s.ahead); err != nil {
-		b.Release()
-		return false, err
+	stamp, ok, err := s.in.take(b, s.sp, s.pre.Push, s.between)
+	if err != nil || !ok {
+		return err == nil, err
 	}
-	if b.Len == 0 { // every record failed event_time.expr
-		b.Release()
-		return true, nil
-	}
-	s.stamp = b.Stamp
-	if k := s.sp.cutSize(); k > 0 && b.Len > k {
-		s.inPieces, s.batchLen = s.piecesBarriers && b.Len == n0, n0
-		err = pushPieces(b, k, s.pre.Push, s.between)
-	} else {
-		err = s.pre.Push(b)
-	}
-	if err != nil {
-		return false, err
-	}
+	s.stamp = stamp
 	return false, s.watermark(pos0)
 }
 
 // watermark pushes a Watermark marker when the batch just pushed (its
-// first record at pos0) advanced the watermark: the largest event time
-// less the bound, less 1 ns, or for a union the minimum over the inputs.
+// first record at pos0) advanced the watermark (wmGen.at: the stage's
+// input is one block; a union's batch is one block of the interleave).
 func (s *sourceStage) watermark(pos0 int64) error {
-	wm, ok := s.maxT-s.bound-1, s.maxT != core.NoTime
-	if s.times != nil {
-		// A union, the one branch a batch of another job pays: maxT was
-		// this batch's largest event time (reset below), the watermark the
-		// minimum over the inputs (inputtimes.go).
-		s.times.at(int(pos0 >> core.PosFileShift))
-		s.times.see(s.maxT)
-		s.maxT = core.NoTime
-		wm, ok = s.times.watermark(s.bound)
+	wm, ok := s.wm.at(int(pos0>>core.PosFileShift), s.in.maxT)
+	if s.wm.times != nil {
+		s.in.maxT = core.NoTime // a union's points are each batch's largest
 	}
-	if !ok || wm <= s.lastWM {
+	if !ok {
 		return nil
 	}
-	s.lastWM = wm
 	m := core.NewMarker(core.Watermark)
 	m.Watermark, m.Stamp = wm, s.stamp
 	return s.pre.Push(m)
 }
 
 // betweenBatches serves, after a source batch (or an idle read), the
-// protocols that go between two batches, in this order: a checkpoint
-// barrier that is due, the queued control requests, the region's own
-// controller (whose decisions are control requests) and a rebalance step.
-// An error is fatal: the stage stops.
+// protocols that go between two batches: a checkpoint barrier that is
+// due, then the changes, in the order both source paths serve them
+// (serveChanges; the stage is the change point). An error is fatal: the
+// stage stops.
 func (s *sourceStage) betweenBatches() error {
 	r := s.r
 	if r.ck != nil && r.ck.due() {
@@ -228,36 +203,20 @@ func (s *sourceStage) betweenBatches() error {
 			return err
 		}
 	}
-	if r.ctl.queued.Load() != 0 {
-		if err := s.serveControl(); err != nil {
-			return err
-		}
-	}
-	if r.own != nil && r.own.next(r, true) {
-		if err := s.serveControl(); err != nil {
-			return err
-		}
-	}
-	if r.bal != nil {
-		if t := r.bal.next(r, s.sp.table); t != nil {
-			if err := s.rebalanceStep(t); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return r.serveChanges(s, true)
 }
 
 // betweenPieces is what the stage does between two pieces of a batch
 // (pushPieces), rest records of it still to come: inject a barrier due by
-// the clock, when inPieces allows it (a barrier due by a count of batches,
-// EveryBatches, does not go between pieces).
+// the clock, when piecesBarriers and the batch (in.exact) allow it (a
+// barrier due by a count of batches, EveryBatches, does not go between
+// pieces).
 func (s *sourceStage) betweenPieces(rest int) error {
 	r := s.r
-	if !s.inPieces || r.ck == nil || !r.ck.dueByClock() {
+	if !s.piecesBarriers || !s.in.exact || r.ck == nil || !r.ck.dueByClock() {
 		return nil
 	}
-	return s.injectBarrier(s.stamp, int64(rest), int64(s.batchLen-rest))
+	return s.injectBarrier(s.stamp, int64(rest), int64(s.in.read-rest))
 }
 
 // end is the stage's last step, after its loop stopped with err. At the
@@ -301,25 +260,19 @@ func (s *sourceStage) end(ctx context.Context, err error) {
 // watermark generator's state (between pieces, maxT is the whole batch's,
 // as the exchange's midBarrier records).
 func (s *sourceStage) injectBarrier(stamp, back, k int64) error {
-	r := s.r
-	r.ck.epoch++
-	r.ck.begin(r.ck.epoch)
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp = r.ck.epoch, stamp
-	info := &barrierInfo{epoch: r.ck.epoch, position: s.replay.Position() - back, batchRecords: k, block: -1, maxTime: s.maxT, wm: s.lastWM, started: time.Now()}
-	info.updates = r.updatesText
-	if s.times != nil {
-		info.maxTimes = s.times.String()
+	info := s.r.startCheckpoint()
+	info.position, info.batchRecords, info.block = s.replay.Position()-back, k, -1
+	info.maxTime, info.wm = s.in.maxT, s.wm.last
+	if s.wm.times != nil {
+		info.maxTimes = s.wm.times.String()
 	}
 	if rs, ok := s.replay.Source.(core.Resumer); ok {
 		var err error
 		if info.state, err = rs.ResumeState(); err != nil {
-			m.Release()
 			return err
 		}
 	}
-	m.Control = info
-	return s.pre.Push(m)
+	return s.pre.Push(barrierMarker(info, stamp))
 }
 
 // endOfInput is what the stage does between its source's end and the End
@@ -366,73 +319,4 @@ func (s *sourceStage) position() int64 {
 		return s.replay.Position()
 	}
 	return s.r.recordsIn.Load()
-}
-
-// admit is what a source stage or worker does with each batch its source
-// hands over: set each record's event time from the event-time field or
-// EventTime.Of, count the batch, stamp it with its entry time (unless the
-// source did), and return the largest event time seen, given the one
-// before (maxT). A record Of fails on goes to errs (the stage's policy:
-// the job's, or a source worker's deferred one) and leaves the batch,
-// which may then be empty (Len 0: the caller releases it); an error is
-// errs' (a *core.RecordError under on_error: fail), and fails the source.
-// With ahead (event_time.max_ahead; nil: off) the records too far ahead
-// are malformed the same way, and take no part in the largest event time.
-func (r *run) admit(b *core.Batch, sc *stageCPU, maxT int64, errs *core.ErrorPolicy, ahead *aheadCheck) (int64, error) {
-	before := maxT
-	if f := r.timeField; f >= 0 {
-		w, unit := b.Schema.Width(), r.timeUnit
-		for i := 0; i < b.Len; i++ {
-			t := b.Vals[i*w+f].Int() * unit
-			b.Time[i] = t
-			maxT = max(maxT, t)
-		}
-	} else if of := r.job.EventTime.Of; of != nil {
-		var err error
-		if maxT, err = r.timeOf(b, of, maxT, errs); err != nil {
-			return maxT, err
-		}
-	}
-	if ahead != nil && (r.timeField >= 0 || r.job.EventTime.Of != nil) {
-		if err := ahead.apply(b, errs); err != nil {
-			return before, err
-		}
-		maxT = before
-		for _, t := range b.Time[:b.Len] {
-			maxT = max(maxT, t)
-		}
-	}
-	r.recordsIn.Add(int64(b.Len))
-	r.batchesIn.Add(1)
-	sc.records.Add(int64(b.Len))
-	if b.Stamp == 0 {
-		b.Stamp = time.Now().UnixNano()
-	}
-	return maxT, nil
-}
-
-// timeOf sets the event time of b's records with of, dropping those it
-// fails on (see admit). It allocates nothing unless of does or a record
-// fails.
-func (r *run) timeOf(b *core.Batch, of func([]core.Value) (int64, error), maxT int64, errs *core.ErrorPolicy) (int64, error) {
-	w := b.Schema.Width()
-	kept := 0
-	for i := 0; i < b.Len; i++ {
-		row := b.Vals[i*w : (i+1)*w : (i+1)*w]
-		t, err := of(row)
-		if err != nil {
-			if err := errs.Bad(r.job.EventTime.Input, b.Pos[i], describeRow(b.Schema, row), fmt.Errorf("event_time: %w", err)); err != nil {
-				return maxT, err
-			}
-			continue
-		}
-		b.Time[i] = t
-		b.Move(kept, i)
-		kept++
-		maxT = max(maxT, t)
-	}
-	if kept < b.Len {
-		b.Truncate(kept)
-	}
-	return maxT, nil
 }

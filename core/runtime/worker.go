@@ -42,18 +42,19 @@ type sourceWorker struct {
 	// it reads, update.go).
 	chain *core.Chain
 	logic logic.Follower
-	// ahead is the worker's event_time.max_ahead check (nil: off).
-	ahead *aheadCheck
 
 	// The block being read, written per batch (the worker has cache
 	// lines of its own: newSourceWorker). cur is the block; read counts
 	// its records emit has taken (ReadBlock's records, before event time
 	// and the pre-region operators drop any), skip those to drop (a
-	// restore inside cur); maxT is its largest event time so far (ns,
-	// core.NoTime: none yet).
-	cur        int
-	read, skip int64
-	maxT       int64
+	// restore inside cur), before those before the batch being taken.
+	// in is the worker's intake of source batches (intake.go), in.maxT
+	// the block's largest event time so far (ns, core.NoTime: none yet);
+	// between is betweenPieces, bound once.
+	cur                int
+	read, skip, before int64
+	in                 intake
+	between            func(rest int) error
 }
 
 // newSourceWorker makes source worker id len(x.workers) with rings to n
@@ -83,7 +84,9 @@ func newSourceWorker(x *exchange, table *kvstate.Table, n int) (*sourceWorker, e
 	// The worker writes its block's state per batch: on lines of its own,
 	// not beside another worker's or a channel's hot data (core.OwnLines).
 	w := &core.OwnLines[sourceWorker](1)[0]
-	*w = sourceWorker{r: r, x: x, id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), logic: r.logic.Follow(logic.Pre), ahead: r.newAheadCheck()}
+	*w = sourceWorker{r: r, x: x, id: id, sp: sp, errs: r.job.Errors.Deferred(), cpu: r.newReplicatedStageCPU("source", id), logic: r.logic.Follow(logic.Pre)}
+	w.in = intake{r: r, cpu: w.cpu, errs: w.errs, ahead: r.newAheadCheck(), maxT: core.NoTime}
+	w.between = w.betweenPieces
 	sp.errs, sp.letters = w.errs, &r.letters
 	sp.cpu = w.cpu
 	if sp.db = r.newDebloater(); sp.db != nil {
@@ -133,7 +136,6 @@ func (w *sourceWorker) start() {
 func (w *sourceWorker) loop() {
 	r, x, sp := w.r, w.x, w.sp
 	w.chain = chainOf(w.pre.insts, sp.route)
-	w.maxT = core.NoTime
 	emit := w.emit // ReadBlock's callback, bound once
 	err := r.ctx.Err()
 	for b := -1; err == nil; {
@@ -144,7 +146,7 @@ func (w *sourceWorker) loop() {
 			return // the worker of that block fails the job
 		}
 		base := uint64(b) << blockSeqBits
-		sp.seq, w.maxT = base, core.NoTime
+		sp.seq, w.in.maxT = base, core.NoTime
 		w.cur, w.read, w.skip = b, 0, 0
 		if sp.db != nil {
 			sp.db.seed(sp.rings)
@@ -188,7 +190,7 @@ func (w *sourceWorker) loop() {
 		}
 		for c := range sp.rings {
 			mk := core.NewMarker(core.Pulse)
-			mk.Control, mk.Watermark, mk.MarkSeq = blockEnd, w.maxT, sp.seq
+			mk.Control, mk.Watermark, mk.MarkSeq = blockEnd, w.in.maxT, sp.seq
 			if err = sp.push(c, mk); err != nil {
 				break
 			}
@@ -208,15 +210,15 @@ func (w *sourceWorker) loop() {
 }
 
 // emit takes source batch b of block cur (ReadBlock's callback; b is the
-// worker's from here): it drops the records a restore skips, runs event
-// time (run.admit), pushes the rest through the pre-region chain into
-// the splitter — in pieces when the splitter cuts them (cut.go) —, then
-// routes the block's watermark candidate, settles what the splitter
-// gathers, and sends a barrier requested in cur (midBarrier). Its error
-// ends the block's read.
+// worker's from here): it drops the records a restore skips, takes the
+// rest in (intake.take: event time, the pre-region chain into the
+// splitter, in pieces when the splitter cuts them, cut.go), then routes
+// the block's watermark candidate, settles what the splitter gathers, and
+// sends a barrier requested in cur (midBarrier). Its error ends the
+// block's read.
 func (w *sourceWorker) emit(b *core.Batch) error {
-	r, sp := w.r, w.sp
-	start := w.read // the block's records before this batch
+	sp := w.sp
+	w.before = w.read // the block's records before this batch
 	if w.read < w.skip {
 		k := min(int64(b.Len), w.skip-w.read)
 		w.read += k
@@ -233,45 +235,16 @@ func (w *sourceWorker) emit(b *core.Batch) error {
 		b.Truncate(b.Len - int(k))
 	}
 	w.read += int64(b.Len)
-	n0 := b.Len
-	var err error
-	if w.maxT, err = r.admit(b, w.cpu, w.maxT, w.errs, w.ahead); err != nil {
-		b.Release()
+	stamp, ok, err := w.in.take(b, sp, w.chain.Push, w.between)
+	if err != nil || !ok {
 		return err
 	}
-	if b.Len == 0 { // every record failed event_time.expr
-		b.Release()
-		return nil
-	}
-	stamp := b.Stamp
-	if k := sp.cutSize(); k > 0 && b.Len > k && w.errs.Held() == 0 {
-		// Pieces (cut.go), for a batch without dead letters (the
-		// merger writes a worker's after every record it was routed
-		// with: in position order only if that is the whole batch). A
-		// barrier between two only when the pieces' records are the
-		// block's as read (none failed event time or max_ahead), so
-		// that its position counts them, and without max_ahead (a
-		// restore there would judge the rest of the batch by the
-		// median of the rest).
-		exact := b.Len == n0 && w.ahead == nil
-		err = pushPieces(b, k, w.chain.Push, func(rest int) error {
-			if !exact || !w.barrierDue() {
-				return nil
-			}
-			return w.midBarrier(w.read-int64(rest), w.read-int64(rest)-start, w.maxT)
-		})
-	} else {
-		err = w.chain.Push(b)
-	}
-	if err != nil {
-		return err
-	}
-	if w.maxT != core.NoTime {
+	if w.in.maxT != core.NoTime {
 		// The watermark candidate: pre-region operators are stateless
 		// (their Watermark does nothing), so it goes to the splitter
 		// directly.
 		mk := core.NewMarker(core.Watermark)
-		mk.Watermark, mk.Stamp = w.maxT, stamp
+		mk.Watermark, mk.Stamp = w.in.maxT, stamp
 		if err := sp.route(mk); err != nil {
 			return err
 		}
@@ -288,6 +261,18 @@ func (w *sourceWorker) emit(b *core.Batch) error {
 		return w.midBarrier(w.read, 0, core.NoTime)
 	}
 	return nil
+}
+
+// betweenPieces is what the worker does between two pieces of a source
+// batch (pushPieces), rest records of it still to come: send a barrier
+// requested in cur or due by the clock (midBarrier), when the batch's
+// records are as read (in.exact), so that its position counts them.
+func (w *sourceWorker) betweenPieces(rest int) error {
+	if !w.in.exact || !w.barrierDue() {
+		return nil
+	}
+	n := w.read - int64(rest)
+	return w.midBarrier(n, n-w.before, w.in.maxT)
 }
 
 // beginNext is what the worker does before reading its next block after
@@ -336,19 +321,7 @@ func (w *sourceWorker) beginNext(after int) (int, error) {
 	if t := x.barrierBlock(); r.ck != nil && send == nil && t >= 0 && r.ck.due() {
 		x.requestBarrier(t)
 	} else if next := slices.Max(x.current) + 1; x.pending < 0 && send == nil && upd == nil && next < x.blocks() && next > x.configs[len(x.configs)-1].block {
-		placed := false
-		if r.ctl.queued.Load() != 0 { // the control plane's requests (control.go)
-			placed, err = r.placeControl(next)
-		}
-		if r.own != nil && !placed && err == nil && r.own.next(r, false) {
-			placed, err = r.placeControl(next)
-		}
-		if r.bal != nil && !placed {
-			last := x.configs[len(x.configs)-1]
-			if t := r.bal.next(r, last.table); t != nil {
-				err = x.placeChange(last.channels(), next, t)
-			}
-		}
+		err = r.serveChanges(blockPoint{x, next}, false)
 	}
 	if !r.logic.Ended() && slices.Max(x.current)+1 >= x.blocks() {
 		r.endUpdates() // no block left to place an update before
@@ -381,9 +354,7 @@ func (w *sourceWorker) beginNext(after int) (int, error) {
 		return b, nil
 	}
 	w.sp.seq = uint64(b)<<blockSeqBits - 1 // the barrier's: just before block b's records
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp, m.Control = send.epoch, time.Now().UnixNano(), send
-	return b, w.sp.route(m)
+	return b, w.sp.route(barrierMarker(send, time.Now().UnixNano()))
 }
 
 // midBarrier is what the worker does between two batches of block cur, n
@@ -464,10 +435,8 @@ func (w *sourceWorker) sendBarrier(info *barrierInfo, b int, n, pieceMax int64) 
 	if _, counted := x.src.(core.BlockStarts); counted || b == 0 {
 		info.position = x.recordsBefore(b) + n
 	}
-	m := core.NewMarker(core.Barrier)
-	m.Epoch, m.Stamp, m.Control = info.epoch, time.Now().UnixNano(), info
 	req, wait := info.req, info.wait // info belongs to the checkpoint once routed
-	err := w.sp.route(m)
+	err := w.sp.route(barrierMarker(info, time.Now().UnixNano()))
 	if req != nil {
 		out := Outcome{Epoch: info.epoch, Seq: w.sp.seq, Position: -1, Block: int64(b), Record: n}
 		if r.knowsPositions() || b == 0 {
