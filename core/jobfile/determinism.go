@@ -90,6 +90,11 @@ func (f *File) Promise() Promise {
 		ops("region.ops", f.Spec.Region.Ops)
 	}
 	ops("post", f.Spec.Post)
+	if k, spec, ok := sinkKinds.chosen(f.Spec.Sink.sinks); ok && k.weak != nil && f.Spec.Checkpoint != nil {
+		if sub, why := k.weak(spec); why != "" {
+			p.Weak = append(p.Weak, WeakUse{At: "sink." + k.name + sub, Why: why})
+		}
+	}
 	if f.orderWeak != nil {
 		p.Weak = append(p.Weak, *f.orderWeak)
 	}

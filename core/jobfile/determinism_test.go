@@ -30,6 +30,11 @@ func TestDeterminismPromise(t *testing.T) {
 		{"source:\n  generator: {count: 10, rate_steps: [{at: 0s, rate: 10}]}\nevent_time: {field: value}\nsink:\n  discard: {}\n", []string{"event_time"}},
 		{"source:\n  generator: {count: 10}\nevent_time: {field: value}\nsink:\n  discard: {}\n", nil},
 		{stdinJob, []string{"source.stdin", "pipeline[1].lookup_http"}},
+		// A sink that writes again after a restore: weak only where a
+		// restore can happen (the job checkpoints).
+		{"source:\n  generator: {count: 10}\nsink:\n  kafka: {brokers: [\"127.0.0.1:1\"], topic: t, delivery: at_least_once}\ncheckpoint: {dir: ck, interval: 1s}\n", []string{"sink.kafka.delivery"}},
+		{"source:\n  generator: {count: 10}\nsink:\n  kafka: {brokers: [\"127.0.0.1:1\"], topic: t, delivery: exactly_once}\ncheckpoint: {dir: ck, interval: 1s}\n", nil},
+		{"source:\n  generator: {count: 10}\nsink:\n  kafka: {brokers: [\"127.0.0.1:1\"], topic: t, delivery: at_least_once}\n", nil},
 		{"source:\n  stdin: {format: jsonl, fields: {k: string}}\nsink:\n  discard: {}\n", []string{"source.stdin"}},
 		// Operators after a window in the region: the merger carries the
 		// firing order (window end, then key) through those that keep the

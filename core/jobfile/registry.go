@@ -139,6 +139,11 @@ type sinkEntry[T any] struct {
 	// writes, its path as the job file gives it (File.Outputs resolves
 	// it). Nil: the sink writes no file (stdout, discard).
 	output func(spec *T) Output
+	// weak, if set, says whether the sink, as configured, writes again
+	// after a restore what it wrote after the checkpoint (see kind.weak):
+	// Promise asks it only when the job checkpoints, since without
+	// checkpoints there is no restore.
+	weak func(spec *T) (sub, why string)
 }
 
 var (
@@ -197,6 +202,9 @@ func registerSink[T any](e sinkEntry[T]) {
 	}
 	if e.output != nil {
 		k.output = func(spec any) Output { return e.output(spec.(*T)) }
+	}
+	if e.weak != nil {
+		k.weak = func(spec any) (string, string) { return e.weak(spec.(*T)) }
 	}
 	sinkKinds.add(k)
 }

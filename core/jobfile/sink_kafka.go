@@ -69,6 +69,14 @@ const (
 // transactional_id, transaction_timeout, timeout, tls, sasl}.
 func init() {
 	registerSink(sinkEntry[KafkaSinkSpec]{name: "kafka", rank: 50, build: buildKafkaSink,
+		// At-least-once: a restore writes again to the topic what the run
+		// wrote after the checkpoint, so the topic holds them twice.
+		weak: func(k *KafkaSinkSpec) (string, string) {
+			if k.Delivery == deliveryAtLeastOnce {
+				return ".delivery", "at-least-once: a restore writes again the records written after its checkpoint; use delivery: exactly_once"
+			}
+			return "", ""
+		},
 		// A restored run may move to other brokers, credentials or
 		// timeouts; what it writes, where and how, must stay.
 		describe: func(k KafkaSinkSpec, _ func(string) string) KafkaSinkSpec {
