@@ -164,7 +164,16 @@ type ChannelStats struct {
 	progress atomic.Uint64
 }
 
+// fail records err as the run's error if it is the first, and cancels the
+// run's context. Any stage may call it.
 func (r *run) fail(err error) {
+	if errors.Is(err, ring.ErrCanceled) && r.ctx.Err() != nil {
+		// A ring cancelled under a stage is never the cause: every
+		// cancelRings follows a fail (whose error came first) or a cancel
+		// of the run's context (Ctrl-C, Live.Stop). In the second case
+		// the run was interrupted, whichever stage noticed first.
+		err = fmt.Errorf("%w (%w)", context.Canceled, err)
+	}
 	r.errMu.Lock()
 	if r.err == nil {
 		r.err = err
