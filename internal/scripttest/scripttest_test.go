@@ -14,7 +14,7 @@ import (
 // rather than suffered.
 func TestEmptyFails(t *testing.T) {
 	if os.Getenv("SCRIPTTEST_EMPTY") == "1" {
-		Walk(t, func(t *testing.T, path string) { t.Errorf("ran %s", path) })
+		Walk(t, "testdata", func(t *testing.T, path string) { t.Errorf("ran %s", path) })
 		return
 	}
 	dir := t.TempDir()

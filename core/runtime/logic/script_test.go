@@ -29,7 +29,7 @@ import (
 //	end                          the input has ended
 //	state                        epoch, floor, ended, records
 func TestScripts(t *testing.T) {
-	scripttest.Walk(t, func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		l := &Log{}
 		fs := map[string]*Follower{}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

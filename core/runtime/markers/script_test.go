@@ -28,7 +28,7 @@ import (
 // A read prints "ok" (and "cC ended" when it ends the channel) or the
 // error; an error leaves the state as it was.
 func TestScripts(t *testing.T) {
-	scripttest.Walk(t, func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var a *Aligner
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd == "channels" {

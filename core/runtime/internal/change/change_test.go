@@ -20,7 +20,7 @@ import (
 //	                            each decision beneath
 //	state                       the phase and the next channel
 func TestScripts(t *testing.T) {
-	scripttest.Walk(t, func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var s *Source
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {

@@ -23,7 +23,7 @@ import (
 //	state             the barriers placed, closed, each channel at the
 //	                  end with the barriers it delivered
 func TestScripts(t *testing.T) {
-	scripttest.Walk(t, func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var tl *Tail
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
