@@ -1,24 +1,23 @@
 package elastic
 
 import (
-	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"streamd/internal/scripttest"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
-
-// TestScripts runs testdata/*.txt. Each case is a command line, a line
-// "----", the expected output, and a blank line; lines starting with # are
-// comments. Run with -rewrite to regenerate the expected output.
+// TestScripts runs testdata/scripts/* (cockroachdb/datadriven: a command
+// line, a line "----", the expected output, and a blank line; lines
+// starting with # are comments; -rewrite regenerates the expected output
+// after a deliberate change).
 //
 // Commands:
 //
@@ -36,83 +35,16 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 // (Policy.Channels), as if the runtime carried it out; congestion is spread
 // evenly over the channels; util (default 1) is each channel's busy fraction.
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-type scriptCase struct {
-	pos      string
-	comments []string // comment and blank lines before the command
-	cmd      string
-	want     string
-}
-
-func parseScript(t *testing.T, path string) (cases []scriptCase, trailer []string) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	line := 0
-	var pre []string
-	for sc.Scan() {
-		line++
-		s := sc.Text()
-		if strings.TrimSpace(s) == "" || strings.HasPrefix(s, "#") {
-			pre = append(pre, s)
-			continue
-		}
-		c := scriptCase{pos: fmt.Sprintf("%s:%d", path, line), comments: pre, cmd: s}
-		pre = nil
-		if !sc.Scan() || sc.Text() != "----" {
-			t.Fatalf("%s: want ---- after the command", c.pos)
-		}
-		line++
-		var out []string
-		for sc.Scan() {
-			line++
-			if sc.Text() == "" {
-				break
+	scripttest.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
+		st := &scriptState{}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			line := d.Cmd
+			for _, a := range d.CmdArgs {
+				line += " " + a.String()
 			}
-			out = append(out, sc.Text())
-		}
-		c.want = strings.Join(out, "\n")
-		cases = append(cases, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return cases, pre
-}
-
-func runScript(t *testing.T, path string) {
-	cases, trailer := parseScript(t, path)
-	var out strings.Builder
-	st := &scriptState{}
-	for _, c := range cases {
-		got := st.run(c.cmd)
-		if got != c.want && !*rewrite {
-			t.Errorf("%s: %s\ngot:\n%s\nwant:\n%s", c.pos, c.cmd, got, c.want)
-		}
-		for _, l := range c.comments {
-			out.WriteString(l + "\n")
-		}
-		fmt.Fprintf(&out, "%s\n----\n%s\n\n", c.cmd, got)
-	}
-	for _, l := range trailer {
-		out.WriteString(l + "\n")
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+			return st.run(line) + "\n"
+		})
+	})
 }
 
 type scriptState struct {

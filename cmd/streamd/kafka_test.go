@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
@@ -22,14 +20,8 @@ import (
 // "key<TAB>value" lines, partition by partition.
 func kafkaRecords(t *testing.T, addr, topic string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rs, err := kafkatest.ReadCommitted(ctx, addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, r := range rs {
+	for _, r := range kafkatest.Read(t, addr, topic) {
 		out = append(out, string(r.Key)+"\t"+string(r.Value))
 	}
 	return out
@@ -73,6 +65,21 @@ func first(s []string) string {
 	return s[0]
 }
 
+// fileThenKafkaJob writes job (ending in "sink:") twice under dir, once
+// into out.csv (file.yaml) and once into addr's topic out keyed by its
+// column key (kafka.yaml), runs the file job, and returns the Kafka job's
+// path.
+func fileThenKafkaJob(t *testing.T, dir, job, addr string) string {
+	t.Helper()
+	writeTestFile(t, filepath.Join(dir, "file.yaml"), job+"  csv: {path: out.csv, header: false}\n")
+	kafkaJob := filepath.Join(dir, "kafka.yaml")
+	writeTestFile(t, kafkaJob, job+"  kafka: {brokers: [\""+addr+"\"], topic: out, key: key, format: csv}\n")
+	if code, _, stderr := cli(t, "run", filepath.Join(dir, "file.yaml"), "-q"); code != 0 {
+		t.Fatalf("file job: exit %d: %s", code, stderr)
+	}
+	return kafkaJob
+}
+
 // A CSV file through a checkpointed job into a topic, exactly-once: read
 // back read_committed, by franz-go and by kcat, it is the same job's
 // output to a file.
@@ -94,16 +101,12 @@ pipeline:
 checkpoint: {dir: ck, interval: 5ms}
 sink:
 `
-	writeTestFile(t, filepath.Join(dir, "file.yaml"), job+"  csv: {path: out.csv, header: false}\n")
-	writeTestFile(t, filepath.Join(dir, "kafka.yaml"), job+"  kafka: {brokers: [\""+addr+"\"], topic: out, key: key, format: csv}\n")
-	if code, _, stderr := cli(t, "run", filepath.Join(dir, "file.yaml"), "-q"); code != 0 {
-		t.Fatalf("file job: exit %d: %s", code, stderr)
-	}
-	code, stdout, stderr := cli(t, "validate", filepath.Join(dir, "kafka.yaml"))
+	kafkaJob := fileThenKafkaJob(t, dir, job, addr)
+	code, stdout, stderr := cli(t, "validate", kafkaJob)
 	if code != 0 || !strings.Contains(stdout, "delivery: exactly-once") {
 		t.Fatalf("validate: exit %d: %s%s", code, stdout, stderr)
 	}
-	if code, _, stderr := cli(t, "run", filepath.Join(dir, "kafka.yaml"), "-q"); code != 0 {
+	if code, _, stderr := cli(t, "run", kafkaJob, "-q"); code != 0 {
 		t.Fatalf("kafka job: exit %d: %s", code, stderr)
 	}
 	got := kafkaRecords(t, addr, "out")
@@ -151,14 +154,8 @@ sink:
 // kafkaPartitions is the partition of each key in topic.
 func kafkaPartitions(t *testing.T, addr, topic string) map[string]int32 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rs, err := kafkatest.ReadCommitted(ctx, addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := map[string]int32{}
-	for _, r := range rs {
+	for _, r := range kafkatest.Read(t, addr, topic) {
 		m[string(r.Key)] = r.Partition
 	}
 	return m
@@ -197,22 +194,18 @@ func TestKafkaSinkKillBeforeCommit(t *testing.T) {
 checkpoint: {dir: ck, interval: 20ms}
 sink:
 `
-	writeTestFile(t, filepath.Join(dir, "file.yaml"), job+"  csv: {path: out.csv, header: false}\n")
-	writeTestFile(t, filepath.Join(dir, "kafka.yaml"), job+"  kafka: {brokers: [\""+addr+"\"], topic: out, key: key, format: csv}\n")
-	if code, _, stderr := cli(t, "run", filepath.Join(dir, "file.yaml"), "-q"); code != 0 {
-		t.Fatalf("file job: exit %d: %s", code, stderr)
-	}
+	kafkaJob := fileThenKafkaJob(t, dir, job, addr)
 	os.RemoveAll(filepath.Join(dir, "ck"))
 
 	t.Setenv("STREAMD_FAILPOINT", "kafka-kill-before-commit")
-	cmd := child(t, "run", filepath.Join(dir, "kafka.yaml"), "-q")
+	cmd := child(t, "run", kafkaJob, "-q")
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the run was not killed at the failpoint: %v: %s", err, cmd.Stderr)
 	}
 	os.Unsetenv("STREAMD_FAILPOINT")
-	if code, _, stderr := cli(t, "run", filepath.Join(dir, "kafka.yaml"), "-q", "--restore", "latest"); code != 0 {
+	if code, _, stderr := cli(t, "run", kafkaJob, "-q", "--restore", "latest"); code != 0 {
 		t.Fatalf("restored run: exit %d: %s", code, stderr)
 	}
 	sameAsFile(t, kafkaRecords(t, addr, "out"), filepath.Join(dir, "out.csv"), 1)
@@ -221,11 +214,7 @@ sink:
 // sasl: reaches the client: the right password writes, a wrong one fails
 // the run at once with the broker's refusal.
 func TestKafkaSinkSASL(t *testing.T) {
-	c, err := kafkatest.StartWith([]kfake.Opt{kfake.EnableSASL(), kfake.Superuser("PLAIN", "streamd", "secret")}, 0, 1, "out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := kafkatest.NewWith(t, []kfake.Opt{kfake.EnableSASL(), kfake.Superuser("PLAIN", "streamd", "secret")}, 1, "out")
 	dir := t.TempDir()
 	for _, pass := range []string{"secret", "wrong"} {
 		job := filepath.Join(dir, pass+".yaml")

@@ -1,7 +1,6 @@
 package sink
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,14 +54,8 @@ func (s *kafkaSink) crash() {
 // partition.
 func values(t *testing.T, addr, topic string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rs, err := kafkatest.ReadCommitted(ctx, addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, r := range rs {
+	for _, r := range kafkatest.Read(t, addr, topic) {
 		out = append(out, string(r.Key)+"="+string(r.Value))
 	}
 	return out
@@ -222,15 +215,9 @@ func TestKafkaPartitionsByMurmur2(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rs, err := kafkatest.ReadCommitted(ctx, addr, "out")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The partition Kafka's Java client chooses among 7:
 	// toPositive(murmur2(key)) % 7.
-	for _, r := range rs {
+	for _, r := range kafkatest.Read(t, addr, "out") {
 		if p := int32(murmur2(r.Key)&0x7fffffff) % 7; p != r.Partition {
 			t.Fatalf("key %s in partition %d, murmur2 says %d", r.Key, r.Partition, p)
 		}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,7 +44,13 @@ func StartWith(extra []kfake.Opt, port int, partitions int32, topics ...string) 
 // the test ends.
 func New(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
 	t.Helper()
-	c, err := Start(0, partitions, topics...)
+	return NewWith(t, nil, partitions, topics...)
+}
+
+// NewWith is New with further kfake options (StartWith).
+func NewWith(t testing.TB, extra []kfake.Opt, partitions int32, topics ...string) *kfake.Cluster {
+	t.Helper()
+	c, err := StartWith(extra, 0, partitions, topics...)
 	if err != nil {
 		t.Fatalf("start kfake: %v", err)
 	}
@@ -53,6 +60,20 @@ func New(t testing.TB, partitions int32, topics ...string) *kfake.Cluster {
 
 // Addr is the cluster's bootstrap address, host:port.
 func Addr(c *kfake.Cluster) string { return c.ListenAddrs()[0] }
+
+// Read is ReadCommitted for a test: it fails the test on an error, and
+// gives up after a minute (a deadline against a hang, not a measure: a
+// read takes milliseconds).
+func Read(t testing.TB, addr, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rs, err := ReadCommitted(ctx, addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
 
 // ReadCommitted reads every committed record of topic, as a
 // read_committed consumer sees them, partition by partition (records in

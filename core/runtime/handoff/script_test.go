@@ -9,6 +9,8 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"streamd/internal/scripttest"
+
 	"streamd/kvstate"
 )
 
@@ -37,7 +39,7 @@ import (
 // After each command the channels it touched are printed: phase,
 // handoffs left, mailbox, pause (ns) and what was held.
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var changes []*change
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd == "plan" {

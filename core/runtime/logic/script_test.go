@@ -2,11 +2,12 @@ package logic
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"streamd/internal/scripttest"
 )
 
 // TestScripts runs testdata/*.txt (cockroachdb/datadriven; -rewrite
@@ -28,120 +29,114 @@ import (
 //	end                          the input has ended
 //	state                        epoch, floor, ended, records
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts in testdata")
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			l := &Log{}
-			fs := map[string]*Follower{}
-			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-				switch d.Cmd {
-				case "log":
-					floor := 0
-					if d.HasArg("floor") {
-						d.ScanArgs(t, "floor", &floor)
-					}
-					var recs []Record
-					if d.HasArg("restored") {
-						var names string
-						d.ScanArgs(t, "restored", &names)
-						for _, n := range strings.Split(names, ",") {
-							recs = append(recs, Record{Operator: n, Body: n + "'"})
-						}
-					}
-					l, fs = NewLog(recs, floor), map[string]*Follower{}
-					return state(l)
-				case "check":
-					var name string
-					d.ScanArgs(t, "name", &name)
-					old := Def{State: arg(t, d, "old-state"), Partial: d.HasArg("old-partial"), Retune: d.HasArg("old-retune"), Shape: arg(t, d, "old-shape")}
-					next := Def{State: arg(t, d, "new-state"), Shape: arg(t, d, "new-shape")}
-					old.Out, next.Out = "("+old.Shape+")", "("+next.Shape+")"
-					m, err := Check(name, old, next)
-					if err != nil {
-						return "refused: " + err.Error()
-					}
-					return m.String()
-				case "place":
-					var name string
-					var index int
-					var seq uint64
-					d.ScanArgs(t, "name", &name)
-					d.ScanArgs(t, "index", &index)
-					d.ScanArgs(t, "seq", &seq)
-					at := Point{Seq: seq, Block: -1, Position: -1}
-					if d.HasArg("block") {
-						d.ScanArgs(t, "block", &at.Block)
-					}
-					if d.HasArg("pos") {
-						d.ScanArgs(t, "pos", &at.Position)
-					}
-					u, err := l.Place(Op{Name: name, Stage: stage(t, d), Index: index}, name+"'", at)
-					if err != nil {
-						return "error: " + err.Error()
-					}
-					return fmt.Sprintf("placed %s", show(u))
-				case "follow":
-					f := l.Follow(stage(t, d))
-					fs[arg(t, d, "name")] = &f
-					return fmt.Sprintf("%s at epoch %d", f.Stage(), f.Epoch())
-				case "meet":
-					name := arg(t, d, "name")
-					f := fs[name]
-					if f == nil {
-						d.Fatalf(t, "no follower %s", name)
-					}
-					var e uint64
-					d.ScanArgs(t, "epoch", &e)
-					u := Update{Epoch: e, Op: Op{Name: "?"}}
-					if e >= 1 && e <= uint64(len(l.placed)) {
-						u = l.placed[e-1]
-					}
-					return meet(f, u)
-				case "due":
-					name := arg(t, d, "name")
-					f := fs[name]
-					if f == nil {
-						d.Fatalf(t, "no follower %s", name)
-					}
-					var b int
-					d.ScanArgs(t, "block", &b)
-					var out strings.Builder
-					for _, u := range l.Due(nil, f, b) {
-						fmt.Fprintf(&out, "%s: %s\n", show(u), meet(f, u))
-					}
-					fmt.Fprintf(&out, "%s at epoch %d", name, f.Epoch())
-					return out.String()
-				case "at":
-					var b int
-					d.ScanArgs(t, "block", &b)
-					if u, ok := l.At(b); ok {
-						return show(u)
-					}
-					return "none"
-				case "barrier":
-					// exchange.barrierBlock: the smallest block being read at
-					// or after the floor; the barrier records the updates.
-					var b int
-					d.ScanArgs(t, "block", &b)
-					s := fmt.Sprintf("barrier in block %d records", max(b, l.Floor()))
-					for _, r := range l.Records() {
-						s += " " + r.Operator
-					}
-					return s
-				case "end":
-					l.End()
-					return state(l)
-				case "state":
-					return state(l)
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
+		l := &Log{}
+		fs := map[string]*Follower{}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "log":
+				floor := 0
+				if d.HasArg("floor") {
+					d.ScanArgs(t, "floor", &floor)
 				}
-				d.Fatalf(t, "unknown directive %q", d.Cmd)
-				return ""
-			})
+				var recs []Record
+				if d.HasArg("restored") {
+					var names string
+					d.ScanArgs(t, "restored", &names)
+					for _, n := range strings.Split(names, ",") {
+						recs = append(recs, Record{Operator: n, Body: n + "'"})
+					}
+				}
+				l, fs = NewLog(recs, floor), map[string]*Follower{}
+				return state(l)
+			case "check":
+				var name string
+				d.ScanArgs(t, "name", &name)
+				old := Def{State: arg(t, d, "old-state"), Partial: d.HasArg("old-partial"), Retune: d.HasArg("old-retune"), Shape: arg(t, d, "old-shape")}
+				next := Def{State: arg(t, d, "new-state"), Shape: arg(t, d, "new-shape")}
+				old.Out, next.Out = "("+old.Shape+")", "("+next.Shape+")"
+				m, err := Check(name, old, next)
+				if err != nil {
+					return "refused: " + err.Error()
+				}
+				return m.String()
+			case "place":
+				var name string
+				var index int
+				var seq uint64
+				d.ScanArgs(t, "name", &name)
+				d.ScanArgs(t, "index", &index)
+				d.ScanArgs(t, "seq", &seq)
+				at := Point{Seq: seq, Block: -1, Position: -1}
+				if d.HasArg("block") {
+					d.ScanArgs(t, "block", &at.Block)
+				}
+				if d.HasArg("pos") {
+					d.ScanArgs(t, "pos", &at.Position)
+				}
+				u, err := l.Place(Op{Name: name, Stage: stage(t, d), Index: index}, name+"'", at)
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				return fmt.Sprintf("placed %s", show(u))
+			case "follow":
+				f := l.Follow(stage(t, d))
+				fs[arg(t, d, "name")] = &f
+				return fmt.Sprintf("%s at epoch %d", f.Stage(), f.Epoch())
+			case "meet":
+				name := arg(t, d, "name")
+				f := fs[name]
+				if f == nil {
+					d.Fatalf(t, "no follower %s", name)
+				}
+				var e uint64
+				d.ScanArgs(t, "epoch", &e)
+				u := Update{Epoch: e, Op: Op{Name: "?"}}
+				if e >= 1 && e <= uint64(len(l.placed)) {
+					u = l.placed[e-1]
+				}
+				return meet(f, u)
+			case "due":
+				name := arg(t, d, "name")
+				f := fs[name]
+				if f == nil {
+					d.Fatalf(t, "no follower %s", name)
+				}
+				var b int
+				d.ScanArgs(t, "block", &b)
+				var out strings.Builder
+				for _, u := range l.Due(nil, f, b) {
+					fmt.Fprintf(&out, "%s: %s\n", show(u), meet(f, u))
+				}
+				fmt.Fprintf(&out, "%s at epoch %d", name, f.Epoch())
+				return out.String()
+			case "at":
+				var b int
+				d.ScanArgs(t, "block", &b)
+				if u, ok := l.At(b); ok {
+					return show(u)
+				}
+				return "none"
+			case "barrier":
+				// exchange.barrierBlock: the smallest block being read at
+				// or after the floor; the barrier records the updates.
+				var b int
+				d.ScanArgs(t, "block", &b)
+				s := fmt.Sprintf("barrier in block %d records", max(b, l.Floor()))
+				for _, r := range l.Records() {
+					s += " " + r.Operator
+				}
+				return s
+			case "end":
+				l.End()
+				return state(l)
+			case "state":
+				return state(l)
+			}
+			d.Fatalf(t, "unknown directive %q", d.Cmd)
+			return ""
 		})
-	}
+	})
 }
 
 // arg is a string argument, "" when absent.

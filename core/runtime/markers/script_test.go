@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"streamd/internal/scripttest"
 )
 
 // TestScripts runs testdata/*: each file steps the merger's markers
@@ -26,7 +28,7 @@ import (
 // A read prints "ok" (and "cC ended" when it ends the channel) or the
 // error; an error leaves the state as it was.
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var a *Aligner
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			if d.Cmd == "channels" {

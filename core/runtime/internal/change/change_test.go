@@ -2,11 +2,12 @@ package change
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"streamd/internal/scripttest"
 )
 
 // TestScripts runs testdata/*.txt (cockroachdb/datadriven; -rewrite
@@ -19,42 +20,36 @@ import (
 //	                            each decision beneath
 //	state                       the phase and the next channel
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts in testdata")
-	}
-	for _, path := range files {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var s *Source
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-				switch d.Cmd {
-				case "new":
-					var from, to int
-					d.ScanArgs(t, "from", &from)
-					d.ScanArgs(t, "to", &to)
-					s = New(from, to, d.HasArg("balance"))
-					return s.String()
-				case "run":
-					var out strings.Builder
-					for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-						switch strings.TrimSpace(line) {
-						case "step":
-							fmt.Fprintln(&out, s.Step(Facts{}))
-						case "step busy":
-							fmt.Fprintln(&out, s.Step(Facts{Busy: true}))
-						default:
-							d.Fatalf(t, "want step or step busy, got %q", line)
-						}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "new":
+				var from, to int
+				d.ScanArgs(t, "from", &from)
+				d.ScanArgs(t, "to", &to)
+				s = New(from, to, d.HasArg("balance"))
+				return s.String()
+			case "run":
+				var out strings.Builder
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					switch strings.TrimSpace(line) {
+					case "step":
+						fmt.Fprintln(&out, s.Step(Facts{}))
+					case "step busy":
+						fmt.Fprintln(&out, s.Step(Facts{Busy: true}))
+					default:
+						d.Fatalf(t, "want step or step busy, got %q", line)
 					}
-					return out.String()
-				case "state":
-					return s.String()
 				}
-				d.Fatalf(t, "unknown directive %q", d.Cmd)
-				return ""
-			})
+				return out.String()
+			case "state":
+				return s.String()
+			}
+			d.Fatalf(t, "unknown directive %q", d.Cmd)
+			return ""
 		})
-	}
+	})
 }
 
 // TestOrder steps every change from 1..5 to 1..5 channels, and every

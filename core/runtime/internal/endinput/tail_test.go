@@ -2,12 +2,13 @@ package endinput
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+
+	"streamd/internal/scripttest"
 )
 
 // TestScripts runs testdata/*.txt (cockroachdb/datadriven; -rewrite
@@ -22,38 +23,32 @@ import (
 //	state             the barriers placed, closed, each channel at the
 //	                  end with the barriers it delivered
 func TestScripts(t *testing.T) {
-	files, _ := filepath.Glob("testdata/*.txt")
-	if len(files) == 0 {
-		t.Fatal("no scripts in testdata")
-	}
-	for _, path := range files {
+	scripttest.Walk(t, "testdata", func(t *testing.T, path string) {
 		var tl *Tail
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-				switch d.Cmd {
-				case "new":
-					var room int
-					d.ScanArgs(t, "room", &room)
-					tl = New(room)
-					return tl.String()
-				case "run":
-					var out strings.Builder
-					for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-						c, f, err := parseStep(line)
-						if err != nil {
-							d.Fatalf(t, "%s: %v", line, err)
-						}
-						fmt.Fprintf(&out, "c%d: %s\n", c, tl.Step(c, f))
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "new":
+				var room int
+				d.ScanArgs(t, "room", &room)
+				tl = New(room)
+				return tl.String()
+			case "run":
+				var out strings.Builder
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					c, f, err := parseStep(line)
+					if err != nil {
+						d.Fatalf(t, "%s: %v", line, err)
 					}
-					return out.String()
-				case "state":
-					return tl.String()
+					fmt.Fprintf(&out, "c%d: %s\n", c, tl.Step(c, f))
 				}
-				d.Fatalf(t, "unknown directive %q", d.Cmd)
-				return ""
-			})
+				return out.String()
+			case "state":
+				return tl.String()
+			}
+			d.Fatalf(t, "unknown directive %q", d.Cmd)
+			return ""
 		})
-	}
+	})
 }
 
 // parseStep reads a step line: "c<channel> n=<channels> [hold] [due]".
