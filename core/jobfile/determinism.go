@@ -37,11 +37,26 @@ func (p Promise) String() string {
 		return "determinism: strong — output and dead letters are byte-identical for any source parallelism, channel count, output workers, live channel change and restore"
 	}
 	var b strings.Builder
-	b.WriteString("determinism: weak — exactly-once per checkpoint and per-key order hold, but output may differ between runs:")
+	if p.repeats() {
+		b.WriteString("determinism: weak — per-key order holds, but output may differ between runs and a restore may write records again:")
+	} else {
+		b.WriteString("determinism: weak — exactly-once per checkpoint and per-key order hold, but output may differ between runs:")
+	}
 	for _, w := range p.Weak {
 		fmt.Fprintf(&b, "\n  %s: %s", w.At, w.Why)
 	}
 	return b.String()
+}
+
+// repeats says whether a weak use is the sink's (sinkEntry.weak): one that
+// writes again after a restore, so that exactly-once does not hold.
+func (p Promise) repeats() bool {
+	for _, w := range p.Weak {
+		if strings.HasPrefix(w.At, "sink.") {
+			return true
+		}
+	}
+	return false
 }
 
 // Determinism values of the job file's determinism: key.

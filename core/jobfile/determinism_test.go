@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"streamd/core/runtime"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func TestDeterminismPromise(t *testing.T) {
 		}
 		if p.Strong() != strings.HasPrefix(p.String(), "determinism: strong") {
 			t.Errorf("promise text %q", p.String())
+		}
+		// Exactly-once is promised unless the sink writes again after a
+		// restore.
+		sinkWeak := slices.ContainsFunc(c.weak, func(at string) bool { return strings.HasPrefix(at, "sink.") })
+		if !p.Strong() && strings.Contains(p.String(), "exactly-once per checkpoint") == sinkWeak {
+			t.Errorf("%q: promise text %q", c.text, p.String())
 		}
 		err = buildText(t, dir, "determinism: strong\n"+c.text, Options{Validate: true})
 		if (err == nil) != p.Strong() {
