@@ -128,7 +128,15 @@ func buildKafkaSink(b *sinkBuild, k *KafkaSinkSpec) (core.Sink, error) {
 		opts.CSV.Delimiter = r[0]
 	}
 	switch k.Delivery {
-	case "", deliveryExactlyOnce:
+	case deliveryExactlyOnce:
+		if b.f.Spec.Checkpoint == nil {
+			// Asked for by name, it cannot be given: the transactions are
+			// the checkpoint epochs. (Left out, it is the default, and a
+			// job without checkpoints writes at least once: validate says.)
+			return nil, b.errAt(".delivery", "delivery: exactly_once needs checkpoint: (one Kafka transaction per checkpoint epoch); add a checkpoint: section, or say at_least_once")
+		}
+		opts.ExactlyOnce = true
+	case "":
 		opts.ExactlyOnce = true
 	case deliveryAtLeastOnce:
 	default:
