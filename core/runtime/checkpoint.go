@@ -335,6 +335,8 @@ func (c *checkpointer) write(acks []ckptAck) error {
 }
 
 // ErrCheckpointMismatch is plan.ErrCheckpointMismatch.
+//
+// Deprecated: use plan.ErrCheckpointMismatch.
 var ErrCheckpointMismatch = plan.ErrCheckpointMismatch
 
 // CheckRestore is plan.CheckRestore.
@@ -343,6 +345,8 @@ func CheckRestore(meta *snapshot.Metadata, cfg *Checkpointing, reg *Region) erro
 }
 
 // VerifyOutput is plan.VerifyOutput.
+//
+// Deprecated: use plan.VerifyOutput.
 func VerifyOutput(s core.Sink, ck *snapshot.Checkpoint) error { return plan.VerifyOutput(s, ck) }
 
 // startTable is the key-group table a keyed region of groups key groups

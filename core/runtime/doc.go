@@ -14,7 +14,9 @@
 // Action and RunPolicy; the Report Run returns; and the sentinel errors
 // (ErrInterrupted, ErrRefused, ErrEnded, ErrStopped, ErrNoRebalance).
 // Job, Region, EventTime, Checkpointing, Elastic and Rebalance are aliases
-// of plan's types, kept while callers move. The rest — the stage types
+// of plan's types, deprecated (use plan's). From a job file to a run:
+// jobfile.Load (or Parse), File.Build, Run (the package's Example). The
+// rest — the stage types
 // (channelStage, mergeStage, sourceStage, sourceWorker, outputWorker), the
 // exchange, the marker protocols, the checkpoint coordinator, how stages
 // are placed and counted — is machinery.

@@ -6,19 +6,31 @@ import (
 )
 
 // The job description lives in core/plan; these names stay as aliases
-// while callers move to plan's.
+// for the runtime's own tests. New code uses plan's.
 type (
 	// Job is plan.Job.
+	//
+	// Deprecated: use plan.Job.
 	Job = plan.Job
 	// EventTime is plan.EventTime.
+	//
+	// Deprecated: use plan.EventTime.
 	EventTime = plan.EventTime
 	// Region is plan.Region.
+	//
+	// Deprecated: use plan.Region.
 	Region = plan.Region
 	// Checkpointing is plan.Checkpointing.
+	//
+	// Deprecated: use plan.Checkpointing.
 	Checkpointing = plan.Checkpointing
 	// Elastic is plan.Elastic.
+	//
+	// Deprecated: use plan.Elastic.
 	Elastic = plan.Elastic
 	// Rebalance is plan.Rebalance.
+	//
+	// Deprecated: use plan.Rebalance.
 	Rebalance = plan.Rebalance
 )
 
@@ -42,4 +54,6 @@ func (goPlacer) Start(_ string, _ int, run func()) func() {
 }
 
 // RegionOrderKept is plan.RegionOrderKept.
+//
+// Deprecated: use plan.RegionOrderKept.
 func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) { return plan.RegionOrderKept(ops) }

@@ -239,6 +239,8 @@ func updateOf(b *core.Batch) *update {
 }
 
 // UpdateRecord is plan.UpdateRecord.
+//
+// Deprecated: use plan.UpdateRecord.
 type UpdateRecord = plan.UpdateRecord
 
 // UpdatesExtra is plan.UpdatesExtra.
