@@ -264,17 +264,7 @@ func TestOutputWorkersFailOnFirstBadRow(t *testing.T) {
 	dir := t.TempDir()
 	run := func(k int) error {
 		job := outputJob(t, filepath.Join(dir, fmt.Sprintf("out-%d.csv", k)), 2, 2, k)
-		errs, err := core.NewErrorPolicy(core.Fail, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		job.Errors = errs
-		in := job.Region.Ops[0].Out
-		job.Post = []core.OperatorDef{{Name: "reject", Out: in, New: func(env core.Env) (core.Operator, error) {
-			return &rejectRows{env: env, mod: 211}, nil
-		}}}
-		_, err = runtime.Run(context.Background(), job)
-		return err
+		return runRejecting(t, job, 211)
 	}
 	want := run(-1)
 	if want == nil || !strings.Contains(want.Error(), "reject: row ") {
@@ -285,4 +275,23 @@ func TestOutputWorkersFailOnFirstBadRow(t *testing.T) {
 			t.Fatalf("%d output workers: %v, want %v", k, got, want)
 		}
 	}
+}
+
+// runRejecting runs job under the fail policy with a post-region operator
+// that fails every record whose total (field 4) is a multiple of mod
+// (rejectRows), and
+// returns Run's error.
+func runRejecting(t *testing.T, job *runtime.Job, mod int64) error {
+	t.Helper()
+	errs, err := core.NewErrorPolicy(core.Fail, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job.Errors = errs
+	in := job.Region.Ops[0].Out
+	job.Post = []core.OperatorDef{{Name: "reject", Out: in, New: func(env core.Env) (core.Operator, error) {
+		return &rejectRows{env: env, mod: mod}, nil
+	}}}
+	_, err = runtime.Run(context.Background(), job)
+	return err
 }

@@ -192,17 +192,7 @@ func TestPartsFailOnFirstBadRow(t *testing.T) {
 			job.OutputParallelism = 0
 			job.Sink = sink.CSVParts(filepath.Join(dir, fmt.Sprintf("parts-%d", parts)), parts, sink.CSVOptions{})
 		}
-		errs, err := core.NewErrorPolicy(core.Fail, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		job.Errors = errs
-		in := job.Region.Ops[0].Out
-		job.Post = []core.OperatorDef{{Name: "reject", Out: in, New: func(env core.Env) (core.Operator, error) {
-			return &rejectRows{env: env, mod: 97}, nil
-		}}}
-		_, err = runtime.Run(context.Background(), job)
-		return err
+		return runRejecting(t, job, 97)
 	}
 	want := run(0)
 	if want == nil || !strings.Contains(want.Error(), "reject: row ") {
