@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"streamd/core/jobfile"
+	"streamd/core/runtime"
 	"streamd/internal/kafkatest"
 )
 
@@ -238,5 +240,24 @@ sink:
 		if pass == "wrong" && (code == 0 || !strings.Contains(stderr, "kafka sink out: connect to brokers") || strings.Contains(stderr, "no answer within")) {
 			t.Fatalf("run with a wrong password: exit %d: %s", code, stderr)
 		}
+	}
+}
+
+// The run's report names a Kafka sink's topic and brokers as its output,
+// once the run has succeeded, as it names a file sink's file.
+func TestReportNamesKafkaOutput(t *testing.T) {
+	f, err := jobfile.Parse("/jobs/job.yaml", []byte("source: {generator: {count: 1}}\nsink: {kafka: {brokers: [\"h1:9092\"], topic: windows}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	printOutputs(&b, &runtime.Report{}, nil, f.Outputs())
+	if want := "output: kafka topic windows at h1:9092\n"; b.String() != want {
+		t.Errorf("report: %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	printOutputs(&b, &runtime.Report{}, errors.New("failed"), f.Outputs())
+	if b.String() != "" {
+		t.Errorf("a failed run's report names %q", b.String())
 	}
 }

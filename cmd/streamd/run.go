@@ -330,6 +330,8 @@ func printOutputs(w io.Writer, r *runtime.Report, err error, outputs []jobfile.O
 		switch {
 		case o.What == "dead letters" && r.DeadLetters > 0:
 			fmt.Fprintf(w, "dead letters: %s\n", o.Path)
+		case o.What == "output" && err == nil && o.Where != "":
+			fmt.Fprintf(w, "output: %s\n", o.Where)
 		case o.What == "output" && err == nil && o.Parts > 0:
 			fmt.Fprintf(w, "output: %s (%d part files)\n", o.Path, o.Parts)
 		case o.What == "output" && err == nil:

@@ -218,6 +218,9 @@ type Output struct {
 	Path string
 	// Parts is the number of part files in Path; 0 for a single file.
 	Parts int
+	// Where names an output that is no file (a Kafka topic and its
+	// brokers), Path then empty.
+	Where string
 }
 
 // fileOutput is a file sink's Output: the file at path, or a directory of
@@ -236,8 +239,11 @@ func fileOutput(path string, parts *int) Output {
 func (f *File) Outputs() []Output {
 	var out []Output
 	if k, spec, ok := sinkKinds.chosen(f.Spec.Sink.sinks); ok && k.output != nil {
-		if o := k.output(spec); o.Path != "" {
+		switch o := k.output(spec); {
+		case o.Path != "":
 			o.Path = f.path(o.Path)
+			out = append(out, o)
+		case o.Where != "":
 			out = append(out, o)
 		}
 	}

@@ -350,6 +350,7 @@ func TestOutputs(t *testing.T) {
 		{"csv: {path: out/a.csv}", []Output{{What: "output", Path: "/jobs/out/a.csv"}}},
 		{"jsonl: {path: /abs/a.jsonl, parts: 3}", []Output{{What: "output", Path: "/abs/a.jsonl", Parts: 3}}},
 		{"parquet: {path: a.parquet}", []Output{{What: "output", Path: "/jobs/a.parquet"}}},
+		{"kafka: {brokers: [\"h1:9092\", \"h2:9092\"], topic: t}", []Output{{What: "output", Where: "kafka topic t at h1:9092,h2:9092"}}},
 		{"stdout: {}", nil},
 		{"discard: {}", nil},
 	} {

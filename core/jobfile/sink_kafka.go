@@ -69,6 +69,9 @@ const (
 // transactional_id, transaction_timeout, timeout, tls, sasl}.
 func init() {
 	registerSink(sinkEntry[KafkaSinkSpec]{name: "kafka", rank: 50, build: buildKafkaSink,
+		output: func(k *KafkaSinkSpec) Output {
+			return Output{What: "output", Where: fmt.Sprintf("kafka topic %s at %s", k.Topic, strings.Join(k.Brokers, ","))}
+		},
 		// At-least-once: a restore writes again to the topic what the run
 		// wrote after the checkpoint, so the topic holds them twice.
 		weak: func(k *KafkaSinkSpec) (string, string) {
