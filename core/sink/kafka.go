@@ -142,7 +142,6 @@ type kafkaSink struct {
 	newFormat func() format
 	format    format
 	width     int
-	buf       []byte
 	state     state
 
 	cl *kgo.Client // at-least-once: the producer; exactly-once: requests only
@@ -274,14 +273,20 @@ func (s *kafkaSink) Write(b *core.Batch) error {
 	// until they are delivered.
 	buf := make([]byte, 0, 64*b.Len)
 	recs := make([]kgo.Record, b.Len)
-	ends := make([]int, 0, 2+len(s.opts.Headers))
+	nh := len(s.opts.Headers)
+	var hdrs []kgo.RecordHeader // every record's headers, nh each
+	if nh > 0 {
+		hdrs = make([]kgo.RecordHeader, 0, b.Len*nh)
+	}
+	one := &core.Batch{Kind: core.Data, Len: 1} // each record in turn, for the encoder
 	w := s.width
 	for i := 0; i < b.Len; i++ {
 		row := b.Vals[i*w : (i+1)*w]
 		start := len(buf)
-		buf = s.format.batch(buf, &core.Batch{Kind: core.Data, Len: 1, Vals: row})
+		one.Vals = row
+		buf = s.format.batch(buf, one)
 		buf = buf[:len(buf)-1] // the line end
-		ends = append(ends[:0], len(buf))
+		end := len(buf)
 		r := &recs[i]
 		if s.opts.Key != nil {
 			v, err := s.opts.Key.Eval(row)
@@ -290,7 +295,7 @@ func (s *kafkaSink) Write(b *core.Batch) error {
 			}
 			if !v.IsNull() {
 				buf = core.AppendText(buf, s.opts.Key.Type(), v)
-				r.Key = buf[ends[0]:len(buf):len(buf)]
+				r.Key = buf[end:len(buf):len(buf)]
 			}
 		}
 		for _, h := range s.opts.Headers {
@@ -302,9 +307,12 @@ func (s *kafkaSink) Write(b *core.Batch) error {
 			if !v.IsNull() {
 				buf = core.AppendText(buf, h.Value.Type(), v)
 			}
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Name, Value: buf[hs:len(buf):len(buf)]})
+			hdrs = append(hdrs, kgo.RecordHeader{Key: h.Name, Value: buf[hs:len(buf):len(buf)]})
 		}
-		r.Value = buf[start:ends[0]:ends[0]]
+		if nh > 0 {
+			r.Headers = hdrs[len(hdrs)-nh : len(hdrs) : len(hdrs)]
+		}
+		r.Value = buf[start:end:end]
 	}
 	for i := range recs {
 		cl.Produce(context.Background(), &recs[i], s.delivered)
