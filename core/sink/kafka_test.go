@@ -280,3 +280,44 @@ func murmur2(data []byte) uint32 {
 	h ^= h >> 15
 	return h
 }
+
+// intField is an Expr reading one Int64 field.
+type intField int
+
+func (k intField) Eval(row []core.Value) (core.Value, error) { return row[k], nil }
+func (intField) Type() core.Type                             { return core.Int64 }
+
+// Every record carries its headers, in order, with its own values.
+func TestKafkaHeaders(t *testing.T) {
+	c := kafkatest.New(t, 3, "out")
+	addr := kafkatest.Addr(c)
+	s, err := Kafka(KafkaOptions{Brokers: []string{addr}, Topic: "out", Format: "csv", Key: keyField(0),
+		Headers: []KafkaHeader{{Name: "n", Value: intField(1)}, {Name: "key", Value: keyField(0)}}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Open(kafkaSchema); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(kafkaBatch(0, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs := kafkatest.Read(t, addr, "out")
+	if len(rs) != 50 {
+		t.Fatalf("%d records, want 50", len(rs))
+	}
+	for _, r := range rs {
+		var n int
+		if _, err := fmt.Sscanf(string(r.Value), "k%d,%d", new(int), &n); err != nil {
+			t.Fatalf("value %q: %v", r.Value, err)
+		}
+		k := fmt.Sprintf("k%d", n%5)
+		if len(r.Headers) != 2 || r.Headers[0].Key != "n" || string(r.Headers[0].Value) != fmt.Sprint(n) ||
+			r.Headers[1].Key != "key" || string(r.Headers[1].Value) != k || string(r.Key) != k {
+			t.Errorf("record %q key %q: headers %v", r.Value, r.Key, r.Headers)
+		}
+	}
+}
