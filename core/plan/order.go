@@ -10,7 +10,7 @@ import "streamd/core"
 // output then depends on the channel count; at is that operator's index in
 // ops.
 func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
-	last := orderedOp(ops)
+	last := OrderedOp(ops)
 	if last < 0 || last == len(ops)-1 {
 		return true, -1
 	}
@@ -24,9 +24,9 @@ func RegionOrderKept(ops []core.OperatorDef) (ok bool, at int) {
 	return true, -1
 }
 
-// orderedOp is the index of the last of ops that has an order
+// OrderedOp is the index of the last of ops that has an order
 // (OperatorDef.Order: a window), -1 when none has.
-func orderedOp(ops []core.OperatorDef) int {
+func OrderedOp(ops []core.OperatorDef) int {
 	last := len(ops) - 1
 	for last >= 0 && ops[last].Order == nil {
 		last--

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -412,8 +410,7 @@ func (r *run) endUpdates() {
 			later = append(later, q)
 			continue
 		}
-		_, err := r.logic.Place(q.upd.Op, q.upd.Body, logic.Point{Block: -1, Position: -1})
-		r.answer(q, Outcome{Position: -1}, nil, fmt.Errorf("%w: %w", ErrEnded, err))
+		r.answer(q, Outcome{Position: -1}, nil, fmt.Errorf("%w: %w", ErrEnded, logic.ErrEnded))
 	}
 	r.ctl.putBack(later)
 }
@@ -767,21 +764,4 @@ func (l Live) Counts() (done, refusedN map[string]int64) {
 	ct.logMu.Lock()
 	defer ct.logMu.Unlock()
 	return maps.Clone(ct.counts), maps.Clone(ct.refusals)
-}
-
-// formatInputs renders inputs as "k=v k=v", sorted.
-func formatInputs(in map[string]string) string {
-	keys := make([]string, 0, len(in))
-	for k := range in {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k + "=" + in[k])
-	}
-	return b.String()
 }

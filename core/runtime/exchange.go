@@ -608,12 +608,6 @@ func (x *exchange) nextFor(id, after, start int) int {
 	return -1
 }
 
-// firstBlock is worker w's first block of m workers when reading starts at
-// block start: the smallest b ≥ start with b mod m = w.
-func firstBlock(start, w, m int) int {
-	return start + ((w-start)%m+m)%m
-}
-
 // blockRecords is the checkpoint metadata's source key for the records
 // of block "block" before the barrier (Metadata.Sources); absent when the
 // barrier is at the block's start.

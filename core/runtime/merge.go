@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"streamd/core"
+	"streamd/core/plan"
 	"streamd/core/runtime/markers"
 	"streamd/order"
 	"streamd/ring"
@@ -305,7 +306,7 @@ func (ms *mergeStage) stop(err error) {
 // channel index) when no operator has an order or one after it does not
 // keep it (RegionOrderKept says so before the run).
 func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
-	last := orderedOp(ops)
+	last := plan.OrderedOp(ops)
 	if last < 0 {
 		return nil
 	}
@@ -318,14 +319,4 @@ func regionTie(ops []core.OperatorDef) order.Tie[*core.Batch] {
 		return nil
 	}
 	return func(a *core.Batch, i int, b *core.Batch, j int) int { return core.CompareBy(by, a.Row(i), b.Row(j)) }
-}
-
-// orderedOp is the index of the last of ops that has an order
-// (OperatorDef.Order: a window), -1 when none has.
-func orderedOp(ops []core.OperatorDef) int {
-	last := len(ops) - 1
-	for last >= 0 && ops[last].Order == nil {
-		last--
-	}
-	return last
 }

@@ -218,8 +218,11 @@ func (o *output) Push(b *core.Batch) error {
 		if o.parts != nil && b.Kind == core.Data {
 			return o.pushChunks(b)
 		}
+		if o.inline != nil {
+			return o.give(0, b)
+		}
 		w := o.next
-		o.next = (o.next + 1) % max(o.workers(), 1)
+		o.next = (o.next + 1) % o.workers()
 		return o.give(w, b)
 	case core.End, core.Update:
 		if o.inline != nil {
@@ -452,7 +455,9 @@ func (ow *outputWorker) step(b *core.Batch) (stop bool) {
 	}
 	if !end {
 		ow.advance(n)
-		o.fails.processed(ow.r, w, ow.item)
+		if o.inline == nil { // one worker: its failure is decided at once (fail)
+			o.fails.processed(ow.r, w, ow.item)
+		}
 	}
 	cur := ow.cur
 	if cur == nil {
